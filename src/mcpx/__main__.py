@@ -1,0 +1,3 @@
+from mcpx.cli import main
+
+main()
