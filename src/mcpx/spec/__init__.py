@@ -3,6 +3,7 @@
 Sans-IO: nothing here does I/O or imports an async library.
 """
 
+from ._matrix import MATRIX, TASKS_EXTENSION, Row, defined, protocol_json, removed, rows
 from ._policy import Policy, PolicyError
 from ._revisions import (
     HEADERLESS,
@@ -25,19 +26,26 @@ from ._revisions import (
 __all__ = [
     "HEADERLESS",
     "LEGACY",
+    "MATRIX",
     "MODERN",
     "NEWEST",
     "OLDEST",
     "REVISIONS",
+    "TASKS_EXTENSION",
     "Era",
     "Policy",
     "PolicyError",
+    "Row",
     "UnknownRevisionError",
     "at_or_after",
     "before",
     "between",
+    "defined",
     "era_of",
     "index",
     "only",
     "parse_revision",
+    "protocol_json",
+    "removed",
+    "rows",
 ]

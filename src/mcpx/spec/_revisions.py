@@ -8,7 +8,7 @@ through one gate.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Final
 
 __all__ = [
@@ -43,7 +43,7 @@ NEWEST: Final = REVISIONS[-1]
 _INDEX: Final = {rev: i for i, rev in enumerate(REVISIONS)}
 
 
-class Era(str, Enum):
+class Era(StrEnum):
     """Legacy negotiates once (initialize); modern restates itself per request."""
 
     LEGACY = "legacy"
