@@ -1,0 +1,103 @@
+"""Settings and config files: the registry, value sources, and server definitions.
+
+Every knob is a named ``Setting`` declared once in ``SETTINGS``; its environment variable
+and flag are derived from its name. ``resolve`` picks each value from, lowest first: the
+built-in default, the config file, the environment, flags, and records where it came from.
+The config file (``locate_config_file``, ``load_config_file``) is JSON in the shapes MCP
+hosts already write, and a bad one is refused with ``path:line:column: what is wrong``.
+
+Nothing here imports click: the CLI builds its options from ``SETTINGS``.
+"""
+
+from ._file import TOP_LEVEL_KEYS, ConfigFile, load_config_file, parse_config_text
+from ._jsontext import ConfigError
+from ._kinds import (
+    BooleanKind,
+    ChoiceKind,
+    DurationKind,
+    IntegerKind,
+    InvalidValue,
+    JSONValue,
+    Kind,
+    RevisionKind,
+    RevisionListKind,
+    StringKind,
+    StringListKind,
+)
+from ._paths import (
+    CONFIG_NAMES,
+    ConfigLocation,
+    FoundBy,
+    find_config_file,
+    locate_config_file,
+    state_dir,
+    user_config_file,
+)
+from ._registry import (
+    CONFIG_ENV,
+    CONFIG_FLAG,
+    LOG_LEVELS,
+    SETTINGS,
+    UPSTREAM_PROTOCOLS,
+    by_flag,
+    setting,
+)
+from ._resolve import Settings, resolve
+from ._servers import AUTH_TYPES, SCOPES, TRANSPORTS, ServerConfig
+from ._setting import (
+    Computed,
+    Origin,
+    OriginKind,
+    Setting,
+    SettingError,
+    UnknownSettingError,
+    env_name,
+    flag_name,
+)
+
+__all__ = [
+    "AUTH_TYPES",
+    "CONFIG_ENV",
+    "CONFIG_FLAG",
+    "CONFIG_NAMES",
+    "LOG_LEVELS",
+    "SCOPES",
+    "SETTINGS",
+    "TOP_LEVEL_KEYS",
+    "TRANSPORTS",
+    "UPSTREAM_PROTOCOLS",
+    "BooleanKind",
+    "ChoiceKind",
+    "Computed",
+    "ConfigError",
+    "ConfigFile",
+    "ConfigLocation",
+    "DurationKind",
+    "FoundBy",
+    "IntegerKind",
+    "InvalidValue",
+    "JSONValue",
+    "Kind",
+    "Origin",
+    "OriginKind",
+    "RevisionKind",
+    "RevisionListKind",
+    "ServerConfig",
+    "Setting",
+    "SettingError",
+    "Settings",
+    "StringKind",
+    "StringListKind",
+    "UnknownSettingError",
+    "by_flag",
+    "env_name",
+    "find_config_file",
+    "flag_name",
+    "load_config_file",
+    "locate_config_file",
+    "parse_config_text",
+    "resolve",
+    "setting",
+    "state_dir",
+    "user_config_file",
+]

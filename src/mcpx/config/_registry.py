@@ -1,0 +1,249 @@
+"""The settings registry: every named setting mcpx has, declared once, in display order.
+
+Invariants: ``SETTINGS`` is read-only and ordered as declared here; no two settings share a
+name, an environment variable or a flag (aliases included), and none takes the names the
+config file's own selection uses (``--config``, ``MCPX_CONFIG``). Both are checked when this
+module is imported, so a clash is a failed import, not a surprise at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Final
+
+import platformdirs
+
+from mcpx.spec import REVISIONS
+
+from ._kinds import (
+    BooleanKind,
+    ChoiceKind,
+    DurationKind,
+    IntegerKind,
+    RevisionKind,
+    RevisionListKind,
+    StringKind,
+    StringListKind,
+)
+from ._setting import Computed, Setting, unknown_setting
+
+__all__ = [
+    "CONFIG_ENV",
+    "CONFIG_FLAG",
+    "LOG_LEVELS",
+    "SETTINGS",
+    "UPSTREAM_PROTOCOLS",
+    "by_flag",
+    "setting",
+]
+
+# The config file is chosen before settings exist, so its names are not settings.
+CONFIG_ENV: Final = "MCPX_CONFIG"
+CONFIG_FLAG: Final = "--config"
+
+UPSTREAM_PROTOCOLS: Final = (
+    "prefer-discover",
+    "prefer-initialize",
+    "force-discover",
+    "force-initialize",
+)
+# The MCP logging levels (RFC 5424 severities), least severe first.
+LOG_LEVELS: Final = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
+_DURATION: Final = DurationKind()
+_BOOLEAN: Final = BooleanKind()
+_STRINGS: Final = StringListKind()
+_REVISIONS: Final = RevisionListKind()
+
+
+def _duration(name: str, default: str, doc: str) -> Setting:
+    # Defaults are written as a user would write them and parsed once, here.
+    return Setting(name, _DURATION, _DURATION.parse(default), doc)
+
+
+def _integer(name: str, default: int, doc: str, minimum: int | None = None) -> Setting:
+    return Setting(name, IntegerKind(minimum), default, doc)
+
+
+def _declare(settings: Iterable[Setting]) -> Mapping[str, Setting]:
+    registry: dict[str, Setting] = {}
+    taken: dict[str, str] = {CONFIG_ENV: "the config file", CONFIG_FLAG: "the config file"}
+    for s in settings:
+        for spelled in (s.name, *s.envs, *s.flags):
+            if spelled in taken:
+                raise ValueError(f"{s.name}: {spelled} is already {taken[spelled]}'s")
+            taken[spelled] = s.name
+        registry[s.name] = s
+    return MappingProxyType(registry)
+
+
+def _state_dir() -> str:
+    return platformdirs.user_state_dir("mcpx")
+
+
+_SEED: Final[tuple[Setting, ...]] = (
+    Setting(
+        "spec.precedence",
+        _REVISIONS,
+        tuple(reversed(REVISIONS)),
+        "Revisions in the order their rules win a conflict the peer's revision does not "
+        "settle; a partial list is completed with the rest, newest first.",
+    ),
+    Setting(
+        "spec.first",
+        RevisionKind(),
+        None,
+        "Move this revision to the front of spec.precedence.",
+        aliases=("--mcp-spec", "MCPX_MCP_SPEC"),
+    ),
+    Setting("spec.lenient", _REVISIONS, (), "Revisions mcpx does not hold strictly."),
+    _duration(
+        "pool.callTimeout",
+        "120s",
+        "Longest one upstream call may run; paused while a question is pending.",
+    ),
+    _duration(
+        "pool.startTimeout", "60s", "Longest an upstream server may take to start and answer."
+    ),
+    _duration("pool.idleTimeout", "5m", "How long an unused upstream instance is kept warm."),
+    _integer("pool.max", 4, "Most instances of one upstream server running at once.", 1),
+    Setting(
+        "upstream.protocol",
+        ChoiceKind(UPSTREAM_PROTOCOLS),
+        "prefer-discover",
+        "How an upstream's era is found: probe modern (server/discover) or legacy "
+        "(initialize) first, or use only one.",
+    ),
+    _duration(
+        "upstream.probeTimeout", "2s", "How long the era probe waits before trying the other."
+    ),
+    Setting(
+        "upstream.eraCache",
+        _BOOLEAN,
+        True,
+        "Remember each upstream's era per server configuration, in memory and in state.dir.",
+    ),
+    Setting(
+        "proto.native",
+        _BOOLEAN,
+        True,
+        "Ask the calling host first when an upstream elicits or samples; the broker is the "
+        "fallback.",
+    ),
+    _duration("proto.askTimeout", "10m", "How long one client request may be held asking."),
+    _integer("proto.askRounds", 8, "How many times one call may come back asking.", 1),
+    _duration(
+        "proto.askTTL",
+        "15m",
+        "How long a parked call waits for an answer, and then how long its result is kept.",
+    ),
+    _duration("proto.stateTTL", "30m", "How long a requestState may be resumed with."),
+    _duration("proto.sessionIdle", "30m", "How long an idle client session's state is kept."),
+    _duration(
+        "protoMessages.listMaxAge",
+        "1m",
+        "ttlMs of list results (public cache scope) sent to 2026-07-28 clients.",
+    ),
+    _duration(
+        "protoMessages.readMaxAge",
+        "0s",
+        "ttlMs of resources/read results (private cache scope) sent to 2026-07-28 clients.",
+    ),
+    _duration(
+        "protoMessages.taskAfter",
+        "2s",
+        "How long a call to a tool that declared no task support runs before it becomes a task.",
+    ),
+    _duration(
+        "transport.sseKeepAlive",
+        "15s",
+        "Silence after which a slow POST turns into an event stream, and its keep-alive interval.",
+    ),
+    _duration(
+        "transport.stdioDrain",
+        "30s",
+        "How long a stdio upstream may take to exit once its input is closed.",
+    ),
+    Setting(
+        "transport.allowedOrigins",
+        _STRINGS,
+        (),
+        "Origins allowed on HTTP requests besides loopback and the daemon's own address.",
+    ),
+    _integer("mcp.pageSize", 100, "Items per page of the list results mcpx serves.", 1),
+    Setting(
+        "mcp.passthrough",
+        _STRINGS,
+        (),
+        "Configured servers whose own tools, prompts and resources /mcp offers as themselves.",
+        aliases=("--passthrough",),
+    ),
+    _integer("events.history", 1024, "Events kept for replay on /v1/events.", 0),
+    _duration("exec.timeout", "120s", "Longest one script run (mcpx_exec) may take."),
+    Setting(
+        "daemon.port",
+        IntegerKind(0, 65535),
+        0,
+        "TCP port the daemon listens on; 0 picks a free one.",
+        aliases=("--port",),
+    ),
+    Setting(
+        "daemon.address",
+        StringKind(allow_empty=False),
+        "127.0.0.1",
+        "Address the daemon listens on; beyond loopback, whoever can reach it can run tools.",
+        aliases=("--address",),
+    ),
+    Setting(
+        "log.level",
+        ChoiceKind(LOG_LEVELS),
+        "info",
+        "Least severe MCP logging level that is logged.",
+    ),
+    Setting(
+        "state.dir",
+        StringKind(allow_empty=False),
+        # Computed when settings are resolved: platformdirs reads the environment
+        # (XDG_STATE_HOME), which may change between import and use.
+        Computed(_state_dir, "the platform's user state directory for mcpx"),
+        "Directory of the daemon's state (era cache, socket); created with mode 0700.",
+    ),
+)
+
+SETTINGS: Final[Mapping[str, Setting]] = _declare(_SEED)
+
+_BY_FLAG: Final = MappingProxyType({flag: s for s in _SEED for flag in s.flags})
+
+
+def setting(name: str) -> Setting:
+    """The setting called ``name``.
+
+    Raises:
+        UnknownSettingError: no setting has that name (the message suggests a close one).
+    """
+    try:
+        return SETTINGS[name]
+    except KeyError:
+        raise unknown_setting(name, SETTINGS) from None
+
+
+def by_flag(flag: str) -> Setting:
+    """The setting a flag (derived or alias, e.g. ``--port``) sets.
+
+    Raises:
+        UnknownSettingError: no setting has that flag (the message suggests a close one).
+    """
+    try:
+        return _BY_FLAG[flag]
+    except KeyError:
+        raise unknown_setting(flag, _BY_FLAG, what="setting flag") from None

@@ -1,0 +1,218 @@
+"""Upstream server definitions, read in the shapes MCP hosts already write.
+
+Taken unchanged: Claude Desktop / Claude Code ``{command, args, env, cwd}``, ``{url,
+headers}`` and ``{type: "sse" | "http" | "streamable-http", url, headers}``; VS Code
+``{type: "stdio", command, args, env, cwd}`` and ``{type: "http" | "sse", url, headers}``.
+mcpx adds three optional keys of its own: ``scope``, ``protocol`` and ``auth``.
+
+Invariants:
+
+- The transport is always known: from ``type``, else inferred (command -> stdio, url ->
+  http). A stdio server has a command and no url or headers; an http or sse server has a
+  url and no command, args, env or cwd.
+- Every key mcpx reads is checked for its type, and an error points at the offending
+  value. Keys mcpx does not read (``disabled``, ``envFile``, whatever a host adds) are
+  kept in ``raw`` and ignored. A key whose value is ``null`` counts as absent.
+- ``raw`` is the entry as written; nothing here rewrites values (``${input:...}``
+  placeholders and relative paths stay as they are).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, Literal, cast
+from urllib.parse import urlsplit
+
+from ._jsontext import ConfigError, Document, JsonPath
+from ._registry import UPSTREAM_PROTOCOLS
+
+__all__ = ["AUTH_TYPES", "SCOPES", "TRANSPORTS", "ServerConfig", "parse_server"]
+
+Transport = Literal["stdio", "http", "sse"]
+Scope = Literal["shared", "identity"]
+
+TRANSPORTS: Final = ("stdio", "http", "sse")
+# Each spelling of "type" that hosts write, and the transport it names.
+_TYPES: Final[Mapping[str, Transport]] = MappingProxyType(
+    {"stdio": "stdio", "http": "http", "streamable-http": "http", "sse": "sse"}
+)
+SCOPES: Final = ("shared", "identity")
+AUTH_TYPES: Final = ("bearer", "basic", "header", "query", "env", "oauth")
+_LOCAL_ONLY: Final = ("command", "args", "env", "cwd")
+_REMOTE_ONLY: Final = ("url", "headers")
+_EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
+
+
+def _nothing() -> Mapping[str, str]:
+    return _EMPTY
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One upstream server as configured.
+
+    ``scope`` is ``"shared"`` (one instance for every caller) or ``"identity"`` (one
+    instance per caller identity). ``protocol`` overrides upstream.protocol for this
+    server. ``auth`` is the auth block as written, its ``type`` checked.
+    """
+
+    name: str
+    transport: Transport
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=_nothing)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=_nothing)
+    scope: Scope = "shared"
+    protocol: str | None = None
+    auth: Mapping[str, object] | None = None
+    raw: Mapping[str, object] = field(default_factory=_nothing)
+
+
+def parse_server(doc: Document, where: JsonPath, value: object) -> ServerConfig:
+    """The server defined by ``value``, found at ``where`` in ``doc`` (its name is last).
+
+    Raises:
+        ConfigError: the entry is not an object, its transport cannot be told, or a key
+            mcpx reads has the wrong type; the message points at the offending value.
+    """
+    name = str(where[-1])
+    if not name:
+        raise doc.error(where, "needs a non-empty server name", key=True)
+    if not isinstance(value, dict):
+        raise doc.error(where, "must be an object")
+    entry = _Entry(doc, where, value)
+    transport = _transport(entry)
+    _refuse_foreign_keys(entry, transport)
+    return ServerConfig(
+        name=name,
+        transport=transport,
+        command=entry.string("command"),
+        args=entry.strings("args"),
+        env=entry.string_map("env"),
+        cwd=entry.string("cwd"),
+        url=entry.url("url"),
+        headers=entry.string_map("headers"),
+        scope=cast(Scope, entry.choice("scope", SCOPES) or "shared"),
+        protocol=entry.choice("protocol", UPSTREAM_PROTOCOLS),
+        auth=_auth(entry),
+        raw=MappingProxyType(value),
+    )
+
+
+class _Entry:
+    """Typed reads of one server entry, each failing at the offending value."""
+
+    def __init__(self, doc: Document, where: JsonPath, raw: dict[str, object]) -> None:
+        self.doc = doc
+        self.where = where
+        self.raw = raw
+
+    def has(self, key: str) -> bool:
+        return self.raw.get(key) is not None
+
+    def error(self, problem: str, *path: str | int, key: bool = False) -> ConfigError:
+        return self.doc.error((*self.where, *path), problem, key=key)
+
+    def string(self, key: str) -> str | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value:
+            raise self.error("must be a non-empty string", key)
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.raw.get(key)
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise self.error("must be a list of strings", key)
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise self.error("must be a string", key, i)
+        return tuple(value)
+
+    def string_map(self, key: str) -> Mapping[str, str]:
+        value = self.raw.get(key)
+        if value is None:
+            return _EMPTY
+        if not isinstance(value, dict):
+            raise self.error("must be an object of strings", key)
+        for name, item in value.items():
+            if not isinstance(item, str):
+                raise self.error("must be a string", key, name)
+        return MappingProxyType(value)
+
+    def url(self, key: str) -> str | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not _is_web_url(value):
+            raise self.error("must be an http or https URL", key)
+        return value
+
+    def choice(self, key: str, choices: tuple[str, ...]) -> str | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if value not in choices:
+            raise self.error(f"must be one of {', '.join(choices)}", key)
+        return value
+
+
+def _is_web_url(text: str) -> bool:
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # e.g. an unbalanced "[" in the host
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def _transport(entry: _Entry) -> Transport:
+    kind = entry.raw.get("type")
+    if kind is None:
+        return _inferred(entry)
+    if not isinstance(kind, str) or kind not in _TYPES:
+        raise entry.error(f"must be one of {', '.join(_TYPES)}", "type")
+    transport = _TYPES[kind]
+    needed = "command" if transport == "stdio" else "url"
+    if not entry.has(needed):
+        raise entry.error(f"has type {kind!r} but no {needed}")
+    return transport
+
+
+def _inferred(entry: _Entry) -> Transport:
+    local, remote = entry.has("command"), entry.has("url")
+    if local and remote:
+        raise entry.error('has both command and url; add "type" to say which transport')
+    if local:
+        return "stdio"
+    if remote:
+        return "http"
+    raise entry.error("needs a command (a stdio server) or a url (an http or sse server)")
+
+
+def _refuse_foreign_keys(entry: _Entry, transport: Transport) -> None:
+    # A url on a stdio server (or a command on a remote one) is a mistake, not an extra:
+    # ignoring it would run something other than what the user meant.
+    foreign = _REMOTE_ONLY if transport == "stdio" else _LOCAL_ONLY
+    for key in foreign:
+        if entry.has(key):
+            raise entry.error(f"is not used by {transport} servers", key, key=True)
+
+
+def _auth(entry: _Entry) -> Mapping[str, object] | None:
+    block = entry.raw.get("auth")
+    if block is None:
+        return None
+    if not isinstance(block, dict):
+        raise entry.error("must be an object", "auth")
+    if "type" not in block:
+        raise entry.error(f"needs a type: one of {', '.join(AUTH_TYPES)}", "auth")
+    if block["type"] not in AUTH_TYPES:
+        raise entry.error(f"must be one of {', '.join(AUTH_TYPES)}", "auth", "type")
+    return MappingProxyType(block)

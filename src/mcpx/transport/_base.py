@@ -1,0 +1,105 @@
+"""What every upstream transport offers the client session: frames out, frames in.
+
+A transport moves JSON-RPC frames (dicts) and knows nothing of MCP semantics:
+not eras, not handshakes, not which method means what. The session tells it
+which HTTP headers a frame needs; the transport only carries them.
+
+Inbound, ``receive()`` yields either a frame the peer sent or a
+``RequestFailed``: the transport could not get an answer to one request (an
+HTTP status without a JSON-RPC body, a stream cut mid-response). Everything
+else that goes wrong ends the transport: ``receive()`` raises
+``TransportClosed`` with the reason (the process exited with its status and
+last stderr lines, the connection broke, a frame was over the size limit), and
+every later ``send`` raises it too. A transport is never left hanging.
+
+Exceptions:
+
+    TransportError                 anything a transport reports
+    ├── TransportClosed            the transport is over; the reason says why
+    └── HttpStatusError            one HTTP exchange failed (carried by RequestFailed)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mcpx.wire import RequestId
+
+__all__ = [
+    "MAX_FRAME_BYTES",
+    "HttpStatusError",
+    "Inbound",
+    "RequestFailed",
+    "Transport",
+    "TransportClosed",
+    "TransportError",
+]
+
+# A frame larger than this is refused and ends the transport: a peer that
+# sends one is broken or hostile, and buffering it would cost the daemon.
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+
+class TransportError(Exception):
+    """Something a transport reports; never an MCP protocol error."""
+
+
+class TransportClosed(TransportError):
+    """The transport is over (closed by us, or broken by the peer)."""
+
+
+class HttpStatusError(TransportError):
+    """An HTTP exchange answered with a status and no JSON-RPC frame."""
+
+    def __init__(self, status: int, body: bytes, headers: Mapping[str, str] | None = None):
+        self.status = status
+        self.body = body
+        self.headers = dict(headers or {})
+        snippet = body[:200].decode("utf-8", "replace").strip()
+        super().__init__(f"HTTP {status}" + (f": {snippet}" if snippet else ""))
+
+
+@dataclass(frozen=True)
+class RequestFailed:
+    """No answer will come for ``request_id``; ``error`` says why."""
+
+    request_id: RequestId
+    error: TransportError
+
+
+Inbound = dict[str, Any] | RequestFailed
+
+
+class Transport(Protocol):
+    """A bidirectional frame channel to one upstream server."""
+
+    async def send(self, frame: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        """Send one frame; for HTTP, ``headers`` go on the request that carries it.
+
+        Raises:
+            TransportClosed: the transport is over.
+        """
+        ...
+
+    async def receive(self) -> Inbound:
+        """The next frame from the peer, or a failed request.
+
+        Raises:
+            TransportClosed: the transport is over; nothing more will arrive.
+        """
+        ...
+
+    async def abort(self, request_id: RequestId) -> bool:
+        """Close the response stream that carries ``request_id``.
+
+        On Streamable HTTP (2026-07-28) closing the stream is how a client
+        cancels. Returns False where the transport has no such stream (stdio,
+        a JSON response already read): the session then cancels in-band.
+        """
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What to show for this connection: pid or url, transport name."""
+        ...

@@ -1,0 +1,87 @@
+"""The JSON-RPC 2.0 wire layer: frames, error codes, request ids and HTTP header values.
+
+Sans-IO: dicts in, dicts out. Nothing here does I/O or imports an async or HTTP library
+(anyio, asyncio, httpx, starlette); transports feed bytes in and write bytes out.
+"""
+
+from ._codec import (
+    Decoded,
+    Frame,
+    Kind,
+    RequestId,
+    classify,
+    decode,
+    dumps,
+    error,
+    loads,
+    notification,
+    request,
+    result,
+)
+from ._errors import (
+    NO_DATA,
+    HeaderMismatch,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    McpError,
+    MethodNotFound,
+    MissingRequiredClientCapability,
+    NoData,
+    ParseError,
+    ResourceNotFound,
+    UnsupportedProtocolVersion,
+    UrlElicitationRequired,
+    http_status,
+)
+from ._headers import (
+    LAST_EVENT_ID,
+    MCP_METHOD,
+    MCP_NAME,
+    MCP_PARAM_PREFIX,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    decode_header_value,
+    encode_header_value,
+    header_value_for,
+)
+from ._ids import RequestIds
+
+__all__ = [
+    "LAST_EVENT_ID",
+    "MCP_METHOD",
+    "MCP_NAME",
+    "MCP_PARAM_PREFIX",
+    "MCP_PROTOCOL_VERSION",
+    "MCP_SESSION_ID",
+    "NO_DATA",
+    "Decoded",
+    "Frame",
+    "HeaderMismatch",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "Kind",
+    "McpError",
+    "MethodNotFound",
+    "MissingRequiredClientCapability",
+    "NoData",
+    "ParseError",
+    "RequestId",
+    "RequestIds",
+    "ResourceNotFound",
+    "UnsupportedProtocolVersion",
+    "UrlElicitationRequired",
+    "classify",
+    "decode",
+    "decode_header_value",
+    "dumps",
+    "encode_header_value",
+    "error",
+    "header_value_for",
+    "http_status",
+    "loads",
+    "notification",
+    "request",
+    "result",
+]
