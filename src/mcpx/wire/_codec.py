@@ -108,13 +108,14 @@ def decode(data: bytes | str, *, batch_ok: bool) -> Decoded:
         raise InvalidRequest(_BATCH_REFUSED)
     if not obj:
         raise InvalidRequest("a batch must not be empty")
-    decoded = Decoded(batch=True)
+    messages: list[tuple[Kind, Frame]] = []
+    errors: list[tuple[RequestId | None, McpError]] = []
     for item in obj:
         try:
-            decoded.messages.append(_classified(item))
+            messages.append(_classified(item))
         except InvalidRequest as err:
-            decoded.errors.append((err.request_id, err))
-    return decoded
+            errors.append((err.request_id, err))
+    return Decoded(messages, errors, batch=True)
 
 
 def classify(obj: object) -> Kind:

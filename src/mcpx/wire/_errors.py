@@ -43,9 +43,7 @@ __all__ = [
     "ResourceNotFound",
     "UnsupportedProtocolVersion",
     "UrlElicitationRequired",
-    "error_object_problem",
     "http_status",
-    "json_type",
 ]
 
 
@@ -304,6 +302,9 @@ def http_status(code: int) -> int:
     falls back, so an unexplained failure must not look like one of those.
     """
     return _HTTP_STATUS.get(code, 500)
+
+
+# error_object_problem and json_type are shared with the sibling modules, not exported.
 
 
 def error_object_problem(obj: object) -> str | None:
