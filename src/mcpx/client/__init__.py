@@ -1,0 +1,44 @@
+"""mcpx as a client of one upstream MCP server, in whichever era it speaks.
+
+``open_session`` connects (probing the era, with a persistent cache), and the
+``Session`` it yields sends any method (``request``) or the typed helpers.
+Questions the upstream asks (legacy requests, modern ``input_required``)
+all go to one ``QuestionHandler``.
+"""
+
+from ._auth import AuthError, AuthParts, apply_auth
+from ._connection import Connection, Unanswered, open_connection
+from ._eras import EraCache, Remembered, config_key
+from ._errors import HandshakeFailed, UpstreamBroken, UpstreamError, UpstreamTimeout
+from ._handler import Asked, DeclineEverything, QuestionHandler
+from ._open import Hooks, open_session
+from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
+from ._session import CLIENT_INFO, Negotiated, Session
+
+__all__ = [
+    "CLIENT_INFO",
+    "Asked",
+    "AuthError",
+    "AuthParts",
+    "Connection",
+    "DeclineEverything",
+    "EraCache",
+    "ExitedDuringProbe",
+    "HandshakeFailed",
+    "Hooks",
+    "NeedsLegacySse",
+    "Negotiated",
+    "Preference",
+    "QuestionHandler",
+    "Remembered",
+    "Session",
+    "Unanswered",
+    "UpstreamBroken",
+    "UpstreamError",
+    "UpstreamTimeout",
+    "apply_auth",
+    "config_key",
+    "negotiate",
+    "open_connection",
+    "open_session",
+]

@@ -1,0 +1,206 @@
+"""Open a session to one configured upstream: transport, connection, era.
+
+The one entry point the pool uses. It picks the transport from the server's
+config, applies its auth block, negotiates the era (``_probe``) with the
+cache's help, reconnects the way the probe says when it must (a stdio server
+that exited during the probe, a Streamable HTTP endpoint that refused both
+eras), records what it learned, and for a legacy HTTP session opens the GET
+stream for what the server pushes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from mcpx import spec
+from mcpx.config import ServerConfig, Settings
+from mcpx.transport import http_client, open_legacy_sse, open_stdio, open_streamable_http
+
+from ._auth import AuthParts, apply_auth
+from ._connection import Unanswered, open_connection
+from ._eras import EraCache
+from ._handler import Asked, DeclineEverything, QuestionHandler
+from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
+from ._session import Session
+
+__all__ = ["Hooks", "open_session"]
+
+log = logging.getLogger("mcpx.client")
+
+
+def _quiet(*_: Any) -> None:
+    return None
+
+
+@dataclass
+class Hooks:
+    """Where an upstream's side channels go (the daemon wires these to its log
+    and event stream)."""
+
+    on_stderr: Callable[[str, str], None] = _quiet  # (server, line)
+    on_event: Callable[[str, dict[str, Any]], None] = _quiet  # (kind, data)
+    on_notification: Callable[[str, str, dict[str, Any]], None] = _quiet  # (server, method, params)
+    # Every frame mcpx sends upstream, with the method a result answers.
+    on_sent: Callable[[str, dict[str, Any], str | None], None] = _quiet
+
+
+@asynccontextmanager
+async def open_session(
+    server: ServerConfig,
+    settings: Settings,
+    *,
+    handler: QuestionHandler | None = None,
+    cache: EraCache | None = None,
+    client: httpx.AsyncClient | None = None,
+    hooks: Hooks | None = None,
+) -> AsyncIterator[Session]:
+    """A session to ``server`` whose era and revision are settled.
+
+    Raises:
+        HandshakeFailed, UpstreamError, McpError: the upstream cannot be used.
+    """
+    opener = _Opener(server, settings, handler or DeclineEverything(), cache, hooks or Hooks())
+    async with AsyncExitStack() as stack:
+        if client is None and server.transport != "stdio":
+            client = await stack.enter_async_context(http_client())
+        opener.client = client
+        session = await opener.connect(stack)
+        yield session
+
+
+class _Opener:
+    def __init__(
+        self,
+        server: ServerConfig,
+        settings: Settings,
+        handler: QuestionHandler,
+        cache: EraCache | None,
+        hooks: Hooks,
+    ) -> None:
+        self.server = server
+        self.settings = settings
+        self.handler = handler
+        self.hooks = hooks
+        self.client: httpx.AsyncClient | None = None
+        self.preference = Preference(server.protocol or settings["upstream.protocol"])
+        use_cache = settings["upstream.eraCache"] and not self.preference.forced
+        self.cache = cache if use_cache else None
+        self.auth: AuthParts = apply_auth(server.name, server.auth)
+
+    async def connect(self, stack: AsyncExitStack) -> Session:
+        cached = self.cache.get(self.server) if self.cache else None
+        if self.server.transport == "sse" or (cached and cached.transport == "sse"):
+            return await self._attempt(stack, "sse", Preference.FORCE_INITIALIZE, None)
+        if self.server.transport == "http":
+            try:
+                return await self._retrying(stack, "http", self.preference, cached)
+            except NeedsLegacySse as exc:
+                log.info("%s: %s; trying HTTP+SSE", self.server.name, exc)
+                return await self._attempt(
+                    stack, "sse", Preference.FORCE_INITIALIZE, None, source="probe"
+                )
+        try:
+            return await self._retrying(stack, "stdio", self.preference, cached)
+        except ExitedDuringProbe as exc:
+            log.info(
+                "%s exited during the probe (%s); restarting it legacy-only", self.server.name, exc
+            )
+            return await self._attempt(
+                stack, "stdio", Preference.FORCE_INITIALIZE, None, source="probe"
+            )
+
+    async def _retrying(
+        self, stack: AsyncExitStack, kind: str, preference: Preference, cached: Any
+    ) -> Session:
+        # Each attempt gets its own stack so a failed one leaves nothing running.
+        attempt = AsyncExitStack()
+        try:
+            session = await self._attempt(attempt, kind, preference, cached)
+        except BaseException:
+            await attempt.aclose()
+            raise
+        stack.push_async_exit(attempt)
+        return session
+
+    async def _attempt(
+        self,
+        stack: AsyncExitStack,
+        kind: str,
+        preference: Preference,
+        cached: Any,
+        source: str | None = None,
+    ) -> Session:
+        transport = await stack.enter_async_context(self._transport(kind))
+        session: Session | None = None
+
+        async def on_request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            assert session is not None
+            if session.modern and spec.NEWEST not in session.policy.lenient:
+                raise Unanswered  # 2026-07-28: a server sends no requests; never answer one
+            revision = session.negotiated.revision if session.negotiated else spec.OLDEST
+            return await self.handler.answer(method, params, Asked(self.server.name, revision))
+
+        def on_notification(method: str, params: dict[str, Any]) -> None:
+            if session is not None and session.route_notification(method, params):
+                return
+            self.hooks.on_notification(self.server.name, method, params)
+
+        conn = await stack.enter_async_context(
+            open_connection(
+                transport,
+                name=self.server.name,
+                on_request=on_request,
+                on_notification=on_notification,
+                on_sent=lambda frame, answering: self.hooks.on_sent(
+                    self.server.name, frame, answering
+                ),
+            )
+        )
+        session = Session(
+            conn,
+            name=self.server.name,
+            handler=self.handler,
+            http=kind == "http",
+            ask_rounds=self.settings["proto.askRounds"],
+            call_timeout=self.settings["pool.callTimeout"],
+            policy=self.settings.policy(),
+        )
+        negotiated = await negotiate(
+            session,
+            preference=preference,
+            cached=cached,
+            probe_timeout=self.settings["upstream.probeTimeout"],
+            start_timeout=self.settings["pool.startTimeout"],
+            on_event=self.hooks.on_event,
+        )
+        if source is not None:
+            negotiated.source = source
+        if self.cache is not None:
+            self.cache.put(self.server, negotiated.era.value, negotiated.revision, kind)
+        if kind == "http" and not session.modern:
+            await transport.open_listen_stream()
+        return session
+
+    def _transport(self, kind: str) -> Any:
+        server = self.server
+        if kind == "stdio":
+            assert server.command is not None
+            return open_stdio(
+                server.command,
+                list(server.args),
+                {**dict(server.env), **self.auth.env},
+                server.cwd,
+                on_stderr=lambda line: self.hooks.on_stderr(server.name, line),
+            )
+        assert server.url is not None and self.client is not None
+        headers = {**dict(server.headers), **self.auth.headers}
+        url = self.auth.url(server.url)
+        if kind == "http":
+            return open_streamable_http(url, headers=headers, client=self.client)
+        return open_legacy_sse(url, headers=headers, client=self.client)

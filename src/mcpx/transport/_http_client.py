@@ -1,0 +1,70 @@
+"""The one ``httpx.AsyncClient`` configuration every HTTP transport is given.
+
+The caller owns the client (the upstream pool keeps one per origin, so a call never
+opens a new upstream session) and closes it; transports only borrow it.
+
+Invariants:
+
+- No read timeout: SSE streams stay open for as long as a call runs, and the session,
+  not the socket, bounds how long a call may take. Connect, write and pool waits are
+  bounded, so a dead upstream fails instead of hanging a send.
+- HTTP/1.1 only: every request is its own connection-or-reused-connection, which makes
+  closing one response stream (the 2026-07-28 cancellation) close exactly that request.
+- Redirects are not followed: a redirect could carry configured credentials to another
+  origin, and an endpoint that moved is a configuration matter.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+
+import httpx
+
+__all__ = ["http_client"]
+
+
+def http_client(
+    *,
+    connect_timeout: float = 10.0,
+    write_timeout: float = 30.0,
+    pool_timeout: float = 30.0,
+    max_connections: int = 100,
+    max_keepalive: int = 20,
+    keepalive_expiry: float = 30.0,
+    headers: Mapping[str, str] | None = None,
+    verify: bool | ssl.SSLContext = True,
+) -> httpx.AsyncClient:
+    """A client for one upstream origin, with bounded connects and unbounded reads.
+
+    ``max_connections`` bounds the concurrent exchanges (each streamed response holds a
+    connection for its whole life); past it a request waits up to ``pool_timeout``.
+    ``verify`` is passed to httpx: True, False, or an ``ssl.SSLContext``.
+
+    Raises:
+        ValueError: a timeout or limit is not positive.
+    """
+    for name, value in (
+        ("connect_timeout", connect_timeout),
+        ("write_timeout", write_timeout),
+        ("pool_timeout", pool_timeout),
+        ("max_connections", max_connections),
+        ("keepalive_expiry", keepalive_expiry),
+    ):
+        if value <= 0:
+            raise ValueError(f"{name} must be positive (got {value})")
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(
+            connect=connect_timeout, read=None, write=write_timeout, pool=pool_timeout
+        ),
+        limits=httpx.Limits(
+            max_connections=max_connections,
+            max_keepalive_connections=max(0, min(max_keepalive, max_connections)),
+            keepalive_expiry=keepalive_expiry,
+        ),
+        http1=True,
+        http2=False,
+        follow_redirects=False,
+        headers=dict(headers or {}),
+        verify=verify,
+    )

@@ -1,0 +1,281 @@
+"""The deprecated HTTP+SSE transport of 2024-11-05: one GET stream in, a POST per frame out.
+
+``open_legacy_sse`` GETs the SSE URL, waits (bounded) for the ``endpoint`` event, resolves
+its URI against the SSE URL and yields a ``LegacySseTransport``. Frames are POSTed to that
+endpoint; everything the server says (responses, requests, notifications) comes as
+``message`` events on the one GET stream.
+
+Invariants:
+
+- The endpoint must be on the SSE URL's origin (scheme, host and port): an ``endpoint``
+  event naming another origin is refused, or a server could make the gateway POST the
+  session's frames (and configured credentials) anywhere.
+- The GET stream is the whole transport: when it ends, breaks, or carries a frame that is
+  too large or not JSON-RPC, the transport ends (there is no second stream to resync on).
+- A POST that fails (refused connection, HTTP error) fails only its request, as a
+  ``RequestFailed``; a POST's body is otherwise ignored (the answer comes on the stream).
+- Every task runs in the transport's task group, owned by the ``open_legacy_sse`` context.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
+
+import anyio
+import httpx
+from anyio.abc import TaskGroup
+
+from mcpx.wire import RequestId, dumps
+
+from ._base import MAX_FRAME_BYTES, Inbound, RequestFailed, TransportClosed, TransportError
+from ._frames import BadFrame, parse_frames, request_id_of, snippet
+from ._http_stream import (
+    Trace,
+    connection_failed,
+    content_type,
+    error_body_frames,
+    read_capped,
+    start_request,
+    status_error,
+    status_error_with,
+)
+from ._inbox import Inbox
+from ._sse import EventTooLarge, SseEvent, SseParser
+
+__all__ = ["LegacySseTransport", "open_legacy_sse"]
+
+_POST_SECONDS: Final = 30.0  # a POST is only acknowledged (202); its answer comes elsewhere
+_SSE_OVERHEAD: Final = 4096
+_ENDPOINT_TIMEOUT: Final = 10.0
+
+
+class LegacySseTransport:
+    """A ``Transport`` to one 2024-11-05 HTTP+SSE server."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        client: httpx.AsyncClient,
+        max_frame: int,
+        task_group: TaskGroup,
+    ) -> None:
+        self._url = httpx.URL(url)
+        self._headers = dict(headers)
+        self._client = client
+        self._max_frame = max_frame
+        self._tg = task_group
+        self._inbox = Inbox()
+        self._endpoint: httpx.URL | None = None
+        self._ready = anyio.Event()  # the endpoint is known, or the stream is over
+        self._failure: TransportError | None = None  # why the stream ended, as first seen
+
+    @property
+    def endpoint(self) -> str | None:
+        """The URL frames are POSTed to, once the server has named it."""
+        return None if self._endpoint is None else str(self._endpoint)
+
+    async def send(self, frame: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        """POST ``frame`` to the endpoint; returns once its body is sent.
+
+        Raises:
+            TransportClosed: the transport is over (its GET stream ended).
+            mcpx.wire.InternalError: ``frame`` holds something JSON cannot carry.
+        """
+        if self._inbox.reason is not None or self._endpoint is None:
+            raise self._inbox.closed_error()
+        request_headers = httpx.Headers({"Content-Type": "application/json"})
+        request_headers.update(self._headers)
+        request_headers.update(headers or {})
+        job = functools.partial(
+            self._post, self._endpoint, dumps(frame), request_id_of(frame), request_headers
+        )
+        await start_request(self._tg, job)
+
+    async def receive(self) -> Inbound:
+        """The next frame from the GET stream, or a failed POST.
+
+        Raises:
+            TransportClosed: the stream ended; the reason says how.
+        """
+        return await self._inbox.get()
+
+    async def abort(self, request_id: RequestId) -> bool:
+        """No per-request stream exists here: always False (cancel in-band)."""
+        return False
+
+    def describe(self) -> dict[str, Any]:
+        """``{"transport": "sse", "url": …, "endpoint": …}``."""
+        return {"transport": "sse", "url": str(self._url), "endpoint": self.endpoint}
+
+    async def _post(
+        self,
+        endpoint: httpx.URL,
+        body: bytes,
+        request_id: RequestId | None,
+        headers: httpx.Headers,
+        trace: Trace,
+    ) -> None:
+        request = self._client.build_request(
+            "POST", endpoint, content=body, headers=headers, extensions={"trace": trace}
+        )
+        error: TransportError | None = None
+        with anyio.move_on_after(_POST_SECONDS) as timer:
+            try:
+                error = await self._acknowledged(request, request_id)
+            except httpx.HTTPError as exc:
+                error = connection_failed("POST", str(endpoint), exc)
+        if timer.cancelled_caught:
+            error = TransportError(f"POST {endpoint} got no answer within {_POST_SECONDS} s")
+        if error is not None and request_id is not None:
+            await self._inbox.put(RequestFailed(request_id, error))
+
+    async def _acknowledged(
+        self, request: httpx.Request, request_id: RequestId | None
+    ) -> TransportError | None:
+        response = await self._client.send(request, stream=True)
+        try:
+            if response.status_code < 400:
+                return None
+            try:
+                body = await read_capped(response, self._max_frame)
+            except TransportError:
+                return await status_error(response)
+            frames = error_body_frames(body, request_id)
+            if frames is None:
+                return status_error_with(response, body)
+            for frame in frames:
+                await self._inbox.put(frame)
+            return None
+        finally:
+            await response.aclose()
+
+    async def _run(self) -> None:
+        """Read the GET stream until it ends; the reason it ended closes the transport."""
+        reason: TransportClosed | TransportError
+        try:
+            async with self._client.stream("GET", self._url, headers=self._get_headers()) as r:
+                if r.status_code >= 400:
+                    reason = await status_error(r)
+                elif content_type(r) != "text/event-stream":
+                    reason = TransportClosed(f"GET {self._url} gave {content_type(r)!r}, not SSE")
+                else:
+                    reason = await self._read(r)
+        except httpx.HTTPError as exc:
+            reason = TransportClosed(f"GET {self._url} failed: {type(exc).__name__}: {exc}")
+            reason.__cause__ = exc
+        self._end(reason)
+
+    def _end(self, reason: TransportError) -> None:
+        self._failure = self._failure or reason
+        closed = reason if isinstance(reason, TransportClosed) else TransportClosed(str(reason))
+        if closed is not reason:
+            closed.__cause__ = reason
+        self._inbox.close(closed)
+        self._ready.set()
+
+    def _get_headers(self) -> httpx.Headers:
+        headers = httpx.Headers({"Accept": "text/event-stream"})
+        headers.update(self._headers)
+        return headers
+
+    async def _read(self, response: httpx.Response) -> TransportClosed:
+        parser = SseParser(self._max_frame + _SSE_OVERHEAD)
+        async for chunk in response.aiter_bytes():
+            try:
+                events = parser.feed(chunk)
+            except EventTooLarge as exc:
+                return await self._handle(exc.events) or TransportClosed(f"{self._url}: {exc}")
+            reason = await self._handle(events)
+            if reason is not None:
+                return reason
+        return TransportClosed(f"{self._url}: the SSE stream ended")
+
+    async def _handle(self, events: list[SseEvent]) -> TransportClosed | None:
+        for event in events:
+            if event.event == "endpoint" and self._endpoint is None:
+                reason = self._adopt_endpoint(event.data.strip())
+                if reason is not None:
+                    return reason
+            elif event.event == "message" and event.data.strip():
+                if len(event.data) > self._max_frame:
+                    return TransportClosed(f"{self._url}: a frame over {self._max_frame} bytes")
+                try:
+                    frames = parse_frames(event.data)
+                except BadFrame as exc:
+                    return TransportClosed(
+                        f"{self._url} sent {snippet(event.data)}, not JSON-RPC: {exc}"
+                    )
+                for frame in frames:
+                    await self._inbox.put(frame)
+        return None
+
+    def _adopt_endpoint(self, data: str) -> TransportClosed | None:
+        try:
+            endpoint = self._url.join(data)
+        except httpx.InvalidURL as exc:
+            return TransportClosed(f"{self._url} named an invalid endpoint {snippet(data)}: {exc}")
+        if _origin(endpoint) != _origin(self._url):
+            return TransportClosed(
+                f"{self._url} named an endpoint on another origin ({snippet(data)}): refused"
+            )
+        self._endpoint = endpoint
+        self._ready.set()
+        return None
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return (url.scheme, url.host.lower(), url.port or default)
+
+
+@contextlib.asynccontextmanager
+async def open_legacy_sse(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    client: httpx.AsyncClient,
+    max_frame: int = MAX_FRAME_BYTES,
+    endpoint_timeout: float = _ENDPOINT_TIMEOUT,
+) -> AsyncIterator[LegacySseTransport]:
+    """Connect to the SSE URL and yield a transport once the server named its endpoint.
+
+    Raises:
+        ValueError: ``url`` is not an absolute http(s) URL.
+        HttpStatusError: the GET was answered with an HTTP error (a probe can read the
+            status: this is how a server that is not HTTP+SSE shows itself).
+        TransportClosed: the GET failed to connect, was not answered with SSE, or gave no
+            usable ``endpoint`` event within ``endpoint_timeout`` seconds.
+    """
+    parsed = httpx.URL(url)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    failure: Exception | None = None
+    transport: LegacySseTransport | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            transport = LegacySseTransport(url, headers or {}, client, max_frame, tg)
+            tg.start_soon(transport._run)
+            with anyio.move_on_after(endpoint_timeout):
+                await transport._ready.wait()
+            if transport.endpoint is None:
+                failure = transport._failure or TransportClosed(
+                    f"{url}: no endpoint event within {endpoint_timeout} s"
+                )
+                tg.cancel_scope.cancel()
+            else:
+                try:
+                    yield transport
+                except Exception as exc:
+                    failure = exc  # re-raised below, unwrapped by the task group
+                finally:
+                    transport._inbox.close(TransportClosed(f"{url}: transport closed"))
+                    tg.cancel_scope.cancel()
+    finally:
+        if transport is not None:
+            transport._inbox.discard()
+    if failure is not None:
+        raise failure

@@ -1,0 +1,328 @@
+"""The stdio transport: an upstream server as a child process, one JSON frame per line.
+
+``open_stdio`` spawns the server in its own process group and yields a ``StdioTransport``;
+leaving the context always ends the whole group and reaps the process.
+
+Invariants:
+
+- Frames are written as compact JSON (``dumps`` never emits a raw newline) plus LF, one
+  whole frame at a time under a lock, so concurrent sends never interleave.
+- stdout is read as lines of at most ``max_frame`` bytes. A longer line, a line that is
+  not JSON, or JSON that is not an object (or a batch of objects) ends the transport:
+  a peer that breaks framing cannot be resynchronised.
+- stderr is always drained, whatever the consumer of ``receive()`` does, so a chatty
+  server never blocks on a full pipe. Each line goes to ``on_stderr`` (sync, cheap) and
+  the last ``STDERR_TAIL`` lines are kept for error messages.
+- The process exiting is seen at once: sends raise ``TransportClosed`` naming the exit
+  status and the last stderr lines; ``receive()`` raises it after the frames written
+  before the exit (given ``_DRAIN_GRACE`` to arrive: a grandchild may hold the pipe).
+- Every task runs in the transport's task group, owned by the ``open_stdio`` context.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Final
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from mcpx.wire import RequestId, dumps
+
+from ._base import MAX_FRAME_BYTES, Inbound, TransportClosed
+from ._frames import BadFrame, parse_frames, snippet
+from ._inbox import Inbox
+from ._lines import LineSplitter
+
+__all__ = ["STDERR_TAIL", "StdioTransport", "open_stdio"]
+
+STDERR_TAIL: Final = 20  # stderr lines kept for the exit message
+_STDERR_LINE_MAX: Final = 4096  # bytes kept of one stderr line; the rest is dropped
+_READ_CHUNK: Final = 65536
+_DRAIN_GRACE: Final = 1.0  # after exit: time for the pipes to reach EOF
+_STDOUT_EOF_GRACE: Final = 2.0  # after stdout EOF: time for the process to exit
+_STDIN_GRACE: Final = 2.0  # after closing stdin: time to exit on its own
+_TERM_GRACE: Final = 2.0  # after SIGTERM: time before SIGKILL
+_KILL_GRACE: Final = 5.0  # after SIGKILL: only a process stuck in the kernel lasts this long
+
+
+class StdioTransport:
+    """A ``Transport`` over a child process's stdin and stdout."""
+
+    def __init__(
+        self,
+        process: Process,
+        command: str,
+        on_stderr: Callable[[str], None],
+        max_frame: int,
+    ) -> None:
+        self._process = process
+        self._command = command
+        self._on_stderr = on_stderr
+        self._max_frame = max_frame
+        self._inbox = Inbox()
+        self._write_lock = anyio.Lock()
+        self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self._exited = anyio.Event()
+        self._stdout_done = anyio.Event()
+        self._stderr_done = anyio.Event()
+        self._stdout_scope = anyio.CancelScope()
+
+    @property
+    def pid(self) -> int:
+        """The child's process id (also its process group id)."""
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the child has exited (negative: killed by that signal)."""
+        return self._process.returncode if self._exited.is_set() else None
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        """The last stderr lines, oldest first."""
+        return list(self._stderr_tail)
+
+    async def send(self, frame: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        """Write one frame as a line on the child's stdin; ``headers`` mean nothing here.
+
+        Raises:
+            TransportClosed: the transport is over (the message says why: exit status and
+                last stderr lines when the process exited).
+            mcpx.wire.InternalError: ``frame`` holds something JSON cannot carry.
+        """
+        self._raise_if_over()
+        line = dumps(frame) + b"\n"
+        stdin = self._process.stdin
+        assert stdin is not None  # spawned with a pipe
+        try:
+            async with self._write_lock:
+                self._raise_if_over()
+                await stdin.send(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            # A broken pipe means the child is exiting; wait for its status to say why.
+            with anyio.move_on_after(_DRAIN_GRACE + _STDOUT_EOF_GRACE):
+                await self._exited.wait()
+            self._raise_if_over()
+            raise TransportClosed(f"{self._command} closed its stdin") from exc
+
+    async def receive(self) -> Inbound:
+        """The next frame from the child's stdout.
+
+        Raises:
+            TransportClosed: the transport is over; nothing more will arrive.
+        """
+        return await self._inbox.get()
+
+    async def abort(self, request_id: RequestId) -> bool:
+        """stdio has no per-request stream: always False (cancel in-band instead)."""
+        return False
+
+    def describe(self) -> dict[str, Any]:
+        """``{"transport": "stdio", "pid": …, "command": …}``."""
+        return {"transport": "stdio", "pid": self.pid, "command": self._command}
+
+    # -- background tasks ------------------------------------------------------------------
+
+    async def _pump_stdout(self) -> None:
+        reason: TransportClosed | None = None
+        try:
+            with self._stdout_scope:
+                reason = await self._read_frames()
+        finally:
+            self._stdout_done.set()
+        if self._stdout_scope.cancelled_caught:
+            return  # the exit watcher gave up waiting for EOF and ends the transport
+        if reason is not None:
+            self._inbox.close(reason)
+            return
+        # stdout ended: the server is shutting down; its exit status is the better reason.
+        with anyio.move_on_after(_STDOUT_EOF_GRACE):
+            await self._exited.wait()
+        if not self._exited.is_set():  # else the exit watcher ends it, with the status
+            self._inbox.close(TransportClosed(f"{self._command} closed its stdout"))
+
+    async def _read_frames(self) -> TransportClosed | None:
+        """Queue each stdout line's frames; the reason the stream broke, None at EOF."""
+        stdout = self._process.stdout
+        assert stdout is not None
+        splitter = LineSplitter(self._max_frame)
+        while chunk := await _read_chunk(stdout):
+            for line in splitter.feed(chunk):
+                reason = await self._deliver_line(line)
+                if reason is not None:
+                    return reason
+            if splitter.overflowed:
+                return TransportClosed(
+                    f"{self._command} wrote a line over {self._max_frame} bytes to stdout"
+                )
+        # A last line without its newline is still a frame: the peer exited right after.
+        tail = splitter.finish()
+        return None if tail is None else await self._deliver_line(tail)
+
+    async def _deliver_line(self, line: bytes) -> TransportClosed | None:
+        if not line.strip():
+            return None  # a blank line carries nothing; tolerated rather than fatal
+        try:
+            frames = parse_frames(line)
+        except BadFrame as exc:
+            return TransportClosed(
+                f"{self._command} wrote a line to stdout that is not a JSON-RPC frame "
+                f"({exc}): {snippet(line)}"
+            )
+        for frame in frames:
+            if not await self._inbox.put(frame):
+                return None  # closed meanwhile; the reason is already set
+        return None
+
+    async def _pump_stderr(self) -> None:
+        stderr = self._process.stderr
+        assert stderr is not None
+        splitter = LineSplitter(_STDERR_LINE_MAX, truncate=True)
+        try:
+            while chunk := await _read_chunk(stderr):
+                for line in splitter.feed(chunk):
+                    self._stderr_line(line)
+            tail = splitter.finish()
+            if tail is not None:
+                self._stderr_line(tail)
+        finally:
+            self._stderr_done.set()
+
+    def _stderr_line(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace")
+        self._stderr_tail.append(text)
+        # A failing log callback must not take the upstream down with it.
+        with contextlib.suppress(Exception):
+            self._on_stderr(text)
+
+    async def _watch_exit(self) -> None:
+        status = await self._process.wait()
+        self._exited.set()
+        # Let the pipes reach EOF so the last frames and stderr lines are not lost...
+        with anyio.move_on_after(_DRAIN_GRACE):
+            await self._stdout_done.wait()
+            await self._stderr_done.wait()
+        # ...but a grandchild may hold them open: the exit is what ends the transport.
+        self._stdout_scope.cancel()
+        self._inbox.close(self._exit_reason(status))
+
+    # -- ending ----------------------------------------------------------------------------
+
+    def _raise_if_over(self) -> None:
+        if self._inbox.reason is not None:
+            raise self._inbox.closed_error()
+        status = self._process.returncode
+        if self._exited.is_set() and status is not None:
+            raise self._exit_reason(status)
+
+    def _exit_reason(self, status: int) -> TransportClosed:
+        described = f"exited with status {status}"
+        if status < 0:
+            with contextlib.suppress(ValueError):
+                described += f" ({signal.Signals(-status).name})"
+        tail = " | ".join(self._stderr_tail)
+        last = f"last stderr: {tail}" if tail else "no stderr output"
+        return TransportClosed(f"{self._command} {described}; {last}")
+
+    async def _stop(self) -> None:
+        """Close stdin, then SIGTERM, then SIGKILL the group, each after a bounded wait."""
+        stdin = self._process.stdin
+        if stdin is not None:
+            with anyio.move_on_after(_STDIN_GRACE), contextlib.suppress(Exception):
+                await stdin.aclose()
+        for grace, signum in ((_STDIN_GRACE, signal.SIGTERM), (_TERM_GRACE, signal.SIGKILL)):
+            with anyio.move_on_after(grace):
+                await self._exited.wait()
+            if self._exited.is_set():
+                break
+            self._signal_group(signum)
+        else:
+            with anyio.move_on_after(_KILL_GRACE):
+                await self._exited.wait()
+        # Once the leader is gone nobody speaks for the rest of its group: end them too.
+        self._signal_group(signal.SIGKILL)
+
+    def _signal_group(self, signum: signal.Signals) -> None:
+        # start_new_session made the child a group leader: its pid is the group id. The
+        # group id cannot be reused while any member lives, so this never hits strangers.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signum)
+
+    async def _release(self) -> None:
+        self._inbox.discard()
+        if self._exited.is_set():
+            # Closes every pipe (transports included) and returns at once: already reaped.
+            await self._process.aclose()
+            return
+        for stream in (self._process.stdout, self._process.stderr):  # stuck in the kernel
+            if stream is not None:
+                with contextlib.suppress(Exception):
+                    await stream.aclose()
+
+
+async def _read_chunk(stream: ByteReceiveStream) -> bytes:
+    """The next chunk, or b"" at EOF; a pipe closed under us counts as EOF."""
+    try:
+        return await stream.receive(_READ_CHUNK)
+    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return b""
+
+
+@contextlib.asynccontextmanager
+async def open_stdio(
+    command: str,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    on_stderr: Callable[[str], None],
+    max_frame: int = MAX_FRAME_BYTES,
+) -> AsyncIterator[StdioTransport]:
+    """Spawn ``command args`` and yield a transport over its stdio.
+
+    ``env`` is merged over ``os.environ``. The child gets its own session and process
+    group, so closing ends everything it started. On leaving the context: stdin is closed,
+    then after ``_STDIN_GRACE`` seconds the group gets SIGTERM, after ``_TERM_GRACE`` more
+    SIGKILL; the process is always reaped.
+
+    Raises:
+        TransportClosed: the command could not be started (not found, not executable,
+            bad ``cwd``); the OS error is chained.
+    """
+    try:
+        process = await anyio.open_process(
+            [command, *args],
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise TransportClosed(f"cannot start {command}: {exc.strerror or exc}") from exc
+    transport = StdioTransport(process, command, on_stderr, max_frame)
+    body_error: Exception | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(transport._pump_stdout)
+            tg.start_soon(transport._pump_stderr)
+            tg.start_soon(transport._watch_exit)
+            try:
+                yield transport
+            except Exception as exc:
+                # Re-raised below, outside the task group, so the caller gets its own
+                # exception back rather than wrapped in an ExceptionGroup.
+                body_error = exc
+            finally:
+                transport._inbox.close(TransportClosed(f"{command}: transport closed"))
+                with anyio.CancelScope(shield=True):
+                    await transport._stop()
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await transport._release()
+    if body_error is not None:
+        raise body_error
