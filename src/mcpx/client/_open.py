@@ -16,6 +16,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx
 
 from mcpx import spec
@@ -66,12 +67,30 @@ async def open_session(
         HandshakeFailed, UpstreamError, McpError: the upstream cannot be used.
     """
     opener = _Opener(server, settings, handler or DeclineEverything(), cache, hooks or Hooks())
-    async with AsyncExitStack() as stack:
-        if client is None and server.transport != "stdio":
-            client = await stack.enter_async_context(http_client())
-        opener.client = client
-        session = await opener.connect(stack)
-        yield session
+    try:
+        async with AsyncExitStack() as stack:
+            if client is None and server.transport != "stdio":
+                client = await stack.enter_async_context(http_client())
+            opener.client = client
+            session = await opener.connect(stack)
+            yield session
+    except BaseExceptionGroup as group:
+        # The transport and connection task groups wrap whatever passes
+        # through them; callers get the one error that happened.
+        raise _sole(group) from None
+
+
+def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    real = [e for e in leaves if not isinstance(e, anyio.get_cancelled_exc_class())]
+    return real[0] if len(real) == 1 else group
 
 
 class _Opener:
@@ -96,13 +115,13 @@ class _Opener:
     async def connect(self, stack: AsyncExitStack) -> Session:
         cached = self.cache.get(self.server) if self.cache else None
         if self.server.transport == "sse" or (cached and cached.transport == "sse"):
-            return await self._attempt(stack, "sse", Preference.FORCE_INITIALIZE, None)
+            return await self._retrying(stack, "sse", Preference.FORCE_INITIALIZE, None)
         if self.server.transport == "http":
             try:
                 return await self._retrying(stack, "http", self.preference, cached)
             except NeedsLegacySse as exc:
                 log.info("%s: %s; trying HTTP+SSE", self.server.name, exc)
-                return await self._attempt(
+                return await self._retrying(
                     stack, "sse", Preference.FORCE_INITIALIZE, None, source="probe"
                 )
         try:
@@ -111,17 +130,23 @@ class _Opener:
             log.info(
                 "%s exited during the probe (%s); restarting it legacy-only", self.server.name, exc
             )
-            return await self._attempt(
+            return await self._retrying(
                 stack, "stdio", Preference.FORCE_INITIALIZE, None, source="probe"
             )
 
     async def _retrying(
-        self, stack: AsyncExitStack, kind: str, preference: Preference, cached: Any
+        self,
+        stack: AsyncExitStack,
+        kind: str,
+        preference: Preference,
+        cached: Any,
+        source: str | None = None,
     ) -> Session:
-        # Each attempt gets its own stack so a failed one leaves nothing running.
+        # Each attempt gets its own stack so a failed one leaves nothing running
+        # (and its error is not wrapped by the task groups it passes through).
         attempt = AsyncExitStack()
         try:
-            session = await self._attempt(attempt, kind, preference, cached)
+            session = await self._attempt(attempt, kind, preference, cached, source)
         except BaseException:
             await attempt.aclose()
             raise
