@@ -21,7 +21,13 @@ import httpx
 
 from mcpx import spec
 from mcpx.config import ServerConfig, Settings
-from mcpx.transport import http_client, open_legacy_sse, open_stdio, open_streamable_http
+from mcpx.transport import (
+    TransportError,
+    http_client,
+    open_legacy_sse,
+    open_stdio,
+    open_streamable_http,
+)
 
 from ._auth import AuthParts, apply_auth
 from ._connection import Unanswered, open_connection
@@ -209,8 +215,16 @@ class _Opener:
         if self.cache is not None:
             self.cache.put(self.server, negotiated.era.value, negotiated.revision, kind)
         if kind == "http" and not session.modern:
-            await transport.open_listen_stream()
+            await self._listen(transport)
         return session
+
+    async def _listen(self, transport: Any) -> None:
+        """The legacy GET stream for what the server pushes; optional for a server,
+        so a refusal only means nothing will be pushed."""
+        try:
+            await transport.open_listen_stream()
+        except TransportError as exc:
+            log.info("%s offers no GET stream (%s); nothing will be pushed", self.server.name, exc)
 
     def _transport(self, kind: str) -> Any:
         server = self.server

@@ -24,7 +24,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from mcpx import __version__, spec, wire
 from mcpx.shapes import InvalidHeaderAnnotation, ParamHeader, param_header_values, param_headers
-from mcpx.transport import HttpStatusError
+from mcpx.transport import HttpStatusError, TransportError
 
 from ._connection import Connection
 from ._errors import HandshakeFailed, UpstreamError
@@ -287,7 +287,10 @@ class Session:
         await self.initialize(timeout=timeout, source=source)
         reopen = getattr(self.conn.transport, "open_listen_stream", None)
         if reopen is not None:
-            await reopen()
+            try:
+                await reopen()
+            except TransportError as exc:
+                log.info("%s offers no GET stream after re-initializing (%s)", self.name, exc)
         return await self.conn.request(
             method, params, headers=self._legacy_headers(), timeout=timeout
         )

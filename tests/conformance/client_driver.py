@@ -1,0 +1,106 @@
+"""The official conformance suite's client leg, driven by mcpx's upstream client.
+
+The suite runs ``<this command> <server url>`` once per scenario with
+``MCP_CONFORMANCE_SCENARIO``, ``MCP_CONFORMANCE_PROTOCOL_VERSION`` and, for some,
+``MCP_CONFORMANCE_CONTEXT`` (JSON) set; the scenario passes when the client does what
+it asks and exits 0. The revision decides the era: 2026-07-28 is the stateless modern
+wire (``force-discover``), anything older the initialize handshake offering that
+revision (``force-initialize`` with ``spec.first``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+import anyio
+
+from mcpx.client import Asked, Session, open_session
+from mcpx.config import ServerConfig, resolve
+
+log = logging.getLogger("conformance-driver")
+
+
+class Host:
+    """A host that answers what the scenarios ask: elicitation accepted with the
+    schema's defaults (SEP-1034), sampling with a fixed text, no roots."""
+
+    def capabilities(self, revision: str) -> dict[str, Any]:
+        return {"elicitation": {}, "sampling": {}, "roots": {}}
+
+    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+        if method == "elicitation/create":
+            props = (params.get("requestedSchema") or {}).get("properties") or {}
+            content = {k: v["default"] for k, v in props.items() if "default" in v}
+            return {"action": "accept", "content": content}
+        if method == "sampling/createMessage":
+            return {
+                "role": "assistant",
+                "content": {"type": "text", "text": "conformance"},
+                "model": "mcpx-driver",
+            }
+        if method == "roots/list":
+            return {"roots": []}
+        return {}
+
+
+async def exercise(session: Session, scenario: str, context: dict[str, Any]) -> None:
+    tools = await session.list_tools()
+    names = [t["name"] for t in tools]
+    log.info("tools: %s", names)
+    if scenario == "initialize":
+        return
+    if scenario == "tools_call":
+        await session.call_tool("add_numbers", {"a": 5, "b": 3})
+        return
+    if scenario == "sse-retry":
+        await session.call_tool("test_reconnection", {})
+        return
+    if scenario == "elicitation-sep1034-client-defaults":
+        await session.call_tool("test_client_elicitation_defaults", {})
+        return
+    calls = context.get("toolCalls")
+    if calls:
+        for call in calls:
+            await session.call_tool(call["name"], call.get("arguments") or {})
+        return
+    # Every other scenario: use the whole surface it offers.
+    for name in names:
+        await session.call_tool(name, {})
+    await _browse(session)
+
+
+async def _browse(session: Session) -> None:
+    caps = session.negotiated.capabilities if session.negotiated else {}
+    if "resources" in caps:
+        resources = await session.list_resources()
+        if resources:
+            await session.read_resource(resources[0]["uri"])
+    if "prompts" in caps:
+        prompts = await session.list_prompts()
+        if prompts:
+            await session.get_prompt(prompts[0]["name"])
+
+
+async def main(url: str) -> None:
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    revision = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "2025-11-25")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    flags = {"upstream.eraCache": "false"}
+    if revision == "2026-07-28":
+        flags["upstream.protocol"] = "force-discover"
+    else:
+        flags |= {"upstream.protocol": "force-initialize", "spec.first": revision}
+    settings = resolve(file=None, env={}, flags=flags)
+    server = ServerConfig(name="conformance", transport="http", url=url)
+    with anyio.fail_after(50):
+        async with open_session(server, settings, handler=Host()) as session:
+            await exercise(session, scenario, context)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    anyio.run(main, sys.argv[-1])

