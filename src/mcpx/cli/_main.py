@@ -6,6 +6,8 @@ import click
 
 from mcpx import __version__
 
+from ._daemon import daemon_commands
+from ._ops import op_commands
 from ._protocol import protocol
 from ._settings import settings_command
 
@@ -18,6 +20,8 @@ def cli() -> None:
 
 cli.add_command(settings_command)
 cli.add_command(protocol)
+for command in (*daemon_commands(), *op_commands()):
+    cli.add_command(command)
 
 
 def main() -> None:

@@ -89,6 +89,7 @@ class Connection:
         self._abandoned: deque[wire.RequestId] = deque(maxlen=_ABANDONED_MEMORY)
         self._answering: dict[wire.RequestId, anyio.CancelScope] = {}
         self.broken: str | None = None
+        self.broken_event = anyio.Event()  # set once, when the connection is over
         # Whether cancelling closes the response stream (2026-07-28 HTTP) rather
         # than sending notifications/cancelled; the session sets it per era.
         self.cancel_by_closing = False
@@ -283,6 +284,7 @@ class Connection:
     def _break(self, reason: str) -> None:
         if self.broken is None:
             self.broken = reason
+            self.broken_event.set()
         for pending in list(self._pending.values()):
             pending.settle(UpstreamBroken(f"{self.name}: {self.broken}"))
 

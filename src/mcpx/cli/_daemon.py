@@ -1,0 +1,167 @@
+"""The daemon from the command line: ``mcpx daemon``, ``status``, ``stop``,
+``restart``, and finding (or starting) the daemon for every other command.
+
+A command that needs the daemon and finds none starts it in the background
+and says so on stderr. The daemon is found through ``<state>/daemon.json``
+and reached over its unix socket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import click
+import httpx
+
+from mcpx.config import ServerConfig, load_config_file, state_dir
+from mcpx.daemon import DaemonPaths, demo_server, serve
+
+from ._context import Loaded, load_settings, settings_options
+
+__all__ = ["DaemonClient", "daemon_commands", "servers_for"]
+
+
+def servers_for(loaded: Loaded) -> dict[str, ServerConfig]:
+    """The configured servers, or the embedded default when there are none."""
+    servers = dict(load_config_file(loaded.config.path).servers) if loaded.config else {}
+    return servers or {"demo": demo_server()}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class DaemonClient:
+    """Talks to the daemon over its unix socket, starting it when needed."""
+
+    def __init__(self, loaded: Loaded) -> None:
+        self.loaded = loaded
+        self.paths = DaemonPaths(state_dir(loaded.settings))
+
+    def info(self) -> dict[str, Any] | None:
+        try:
+            info: dict[str, Any] = json.loads(self.paths.info.read_text())
+        except (OSError, ValueError):
+            return None
+        return info if _alive(int(info.get("pid", 0))) else None
+
+    def http(self) -> httpx.Client:
+        transport = httpx.HTTPTransport(uds=str(self.paths.socket))
+        return httpx.Client(transport=transport, base_url="http://mcpx", timeout=None)
+
+    def healthy(self) -> bool:
+        if self.info() is None:
+            return False
+        try:
+            with self.http() as client:
+                return client.get("/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def ensure(self) -> None:
+        """A running daemon: the one there, or one started now (said on stderr)."""
+        if self.healthy():
+            return
+        argv = [sys.executable, "-m", "mcpx", "daemon", "--state-dir", str(self.paths.state)]
+        if self.loaded.config:
+            argv += ["--config", str(self.loaded.config.path)]
+        self.paths.state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        click.echo(f"mcpx: started the daemon (pid {proc.pid}, state {self.paths.state})", err=True)
+        deadline = time.monotonic() + float(self.loaded.settings["pool.startTimeout"])
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise click.ClickException(
+                    f"the daemon exited with status {proc.returncode}; see {self.paths.log}"
+                )
+            if self.healthy():
+                return
+            time.sleep(0.05)
+        raise click.ClickException(f"the daemon did not come up; see {self.paths.log}")
+
+    def call(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        self.ensure()
+        with self.http() as client:
+            return client.request(method, path, **kw)
+
+    def stop(self) -> int | None:
+        info = self.info()
+        if info is None:
+            return None
+        pid = int(info["pid"])
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        return pid
+
+
+@click.command("daemon")
+@settings_options
+def daemon_command(**params: Any) -> None:
+    """Run the daemon in the foreground (the CLI starts it on demand)."""
+    loaded = load_settings(params)
+    serve(
+        loaded.settings,
+        servers_for(loaded),
+        state_dir(loaded.settings),
+        warn=lambda text: click.echo(text, err=True),
+    )
+
+
+@click.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@settings_options
+def status_command(as_json: bool, **params: Any) -> None:
+    """Whether the daemon runs: pid, socket, url (exit status 3 when it does not)."""
+    client = DaemonClient(load_settings(params))
+    info = client.info() if client.healthy() else None
+    if as_json:
+        click.echo(json.dumps({"running": info is not None, **(info or {})}))
+    elif info:
+        click.echo(f"running: pid {info['pid']}, socket {info['socket']}, url {info['url']}")
+    else:
+        click.echo("not running")
+    if info is None:
+        raise SystemExit(3)
+
+
+@click.command("stop")
+@settings_options
+def stop_command(**params: Any) -> None:
+    """Stop the daemon (its upstream servers end with it)."""
+    pid = DaemonClient(load_settings(params)).stop()
+    click.echo(f"stopped the daemon (pid {pid})" if pid else "the daemon was not running")
+
+
+@click.command("restart")
+@settings_options
+def restart_command(**params: Any) -> None:
+    """Stop the daemon if it runs, and start it again."""
+    client = DaemonClient(load_settings(params))
+    client.stop()
+    client.ensure()
+    info = client.info() or {}
+    click.echo(f"running: pid {info.get('pid')}, url {info.get('url')}")
+
+
+def daemon_commands() -> list[click.Command]:
+    return [daemon_command, status_command, stop_command, restart_command]

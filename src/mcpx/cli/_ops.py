@@ -1,0 +1,233 @@
+"""CLI subcommands generated from the operations table.
+
+Each operation with a ``Cli`` spec becomes ``mcpx <command>``: its positional
+parameters in order, every other parameter an option, and ``--json`` for the
+raw response. ``mcpx call SERVER TOOL key=value … [--args JSON]`` adds
+argument parsing by the tool's own input schema. Exit codes: 0 success, 1 a
+tool reported an error (isError), 2 usage, 4 unknown name, 5 upstream failed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from mcpx.ops import OPERATIONS, Operation, Param
+
+from ._context import load_settings, settings_options
+from ._daemon import DaemonClient
+
+__all__ = ["op_commands"]
+
+_EXIT = {400: 2, 404: 4, 502: 5, 503: 5, 504: 5}
+
+
+def _console() -> Console:
+    return Console(soft_wrap=False)
+
+
+def _fail(response: httpx.Response) -> None:
+    try:
+        error = response.json()["error"]
+        message = error["message"]
+    except (ValueError, KeyError, TypeError):
+        message = response.text
+    click.echo(f"mcpx: {message}", err=True)
+    raise SystemExit(_EXIT.get(response.status_code, 1))
+
+
+def _parse_pairs(pairs: tuple[str, ...], schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties") or {}
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise click.UsageError(f"expected key=value, got {pair!r}")
+        if (props.get(key) or {}).get("type") == "string":
+            out[key] = raw
+            continue
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def _request(op: Operation, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    path = op.path
+    query: dict[str, Any] = {}
+    body: dict[str, Any] = {}
+    by_name = {p.name: p for p in op.params}
+    for name, value in args.items():
+        if value is None:
+            continue
+        where = by_name[name].where
+        if where == "path":
+            path = path.replace("{" + name + "}", str(value))
+        elif where == "query":
+            query[name] = str(value).lower() if isinstance(value, bool) else value
+        else:
+            body[name] = value
+    return path, {"params": query} if op.method == "GET" else {"json": body}
+
+
+def _option(param: Param) -> Any:
+    kind = param.schema.get("type")
+    flag = "--" + param.name.replace("_", "-")
+    if kind == "boolean":
+        return click.option(flag, param.name, is_flag=True, default=None, help=param.doc)
+    if kind == "number":
+        return click.option(flag, param.name, type=float, default=None, help=param.doc)
+    if kind == "object":
+        return click.option(flag, param.name, default=None, metavar="JSON", help=param.doc)
+    return click.option(flag, param.name, default=None, help=param.doc)
+
+
+def _command(op: Operation) -> click.Command:
+    assert op.cli is not None
+    spec = op.cli
+    positional = [p for name in spec.positional for p in op.params if p.name == name]
+    has_arguments = any(p.name == "arguments" for p in op.params)
+
+    def run(as_json: bool, pairs: tuple[str, ...] = (), **params: Any) -> None:
+        loaded = load_settings(params)
+        args = {p.name: params.get(p.name) for p in op.params if p.name != "arguments"}
+        for p in op.params:
+            given = args.get(p.name)
+            if p.schema.get("type") == "object" and isinstance(given, str):
+                args[p.name] = json.loads(given)
+        client = DaemonClient(loaded)
+        if has_arguments:
+            args["arguments"] = _arguments(client, args, pairs, params.get("args_json"))
+            if loaded.settings.origin("pool.callTimeout").kind.value == "flag":
+                args["timeout"] = loaded.settings["pool.callTimeout"]
+        path, kw = _request(op, args)
+        response = client.call(op.method, path, **kw)
+        if response.status_code >= 400:
+            _fail(response)
+        _show(spec.view, response.json(), as_json)
+
+    command = click.command(spec.command, help=op.doc)(run)
+    command = settings_options(command)
+    command = click.option("--json", "as_json", is_flag=True, help="Print the raw JSON response.")(
+        command
+    )
+    for param in op.params:
+        if param not in positional and param.name != "arguments":
+            command = _option(param)(command)
+    # On a built Command, click keeps parameters in the order they are added.
+    for param in positional:
+        command = click.argument(param.name, required=param.required or param.where == "path")(
+            command
+        )
+    if has_arguments:
+        command = click.option(
+            "--args", "args_json", default=None, metavar="JSON", help="Tool arguments as JSON."
+        )(command)
+        command = click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")(command)
+    return command
+
+
+def _arguments(
+    client: DaemonClient, args: dict[str, Any], pairs: tuple[str, ...], raw: str | None
+) -> dict[str, Any]:
+    arguments: dict[str, Any] = json.loads(raw) if raw else {}
+    if pairs:
+        response = client.call("GET", f"/v1/tools/{args['server']}/{args['tool']}")
+        schema = response.json().get("inputSchema", {}) if response.status_code == 200 else {}
+        arguments |= _parse_pairs(pairs, schema)
+    return arguments
+
+
+def _table(columns: list[str], rows: list[list[str]]) -> None:
+    table = Table(*columns, box=None, header_style="bold")
+    for row in rows:
+        table.add_row(*row)
+    _console().print(table)
+
+
+def _show(view: str, doc: Any, as_json: bool) -> None:
+    if as_json or (not sys.stdout.isatty() and view == "json"):
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    renderer = _VIEWS.get(view)
+    if renderer is None:
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        renderer(doc)
+
+
+def _servers(doc: Any) -> None:
+    rows = []
+    for s in doc["servers"]:
+        inst = s["instances"][0] if s["instances"] else {}
+        where = s["url"] or " ".join(s["command"] or [])
+        rows.append(
+            [
+                s["name"],
+                s["transport"],
+                inst.get("state", "idle"),
+                str(inst.get("era") or (s["catalogue"] or {}).get("era") or "-"),
+                str(inst.get("revision") or (s["catalogue"] or {}).get("revision") or "-"),
+                str(inst.get("pid") or "-"),
+                where if len(where) <= 48 else "…" + where[-47:],
+            ]
+        )
+    _table(["SERVER", "TRANSPORT", "STATE", "ERA", "REVISION", "PID", "COMMAND / URL"], rows)
+
+
+def _tools(doc: Any) -> None:
+    rows = [
+        [t["server"], t["name"], (t.get("description") or "").split("\n")[0][:80]]
+        for t in doc["tools"]
+    ]
+    _table(["SERVER", "TOOL", "DESCRIPTION"], rows)
+    for server, error in (doc.get("errors") or {}).items():
+        click.echo(f"mcpx: {server}: {error}", err=True)
+
+
+def _prompts(doc: Any) -> None:
+    rows = [[p["server"], p["name"], (p.get("description") or "")[:80]] for p in doc["prompts"]]
+    _table(["SERVER", "PROMPT", "DESCRIPTION"], rows)
+
+
+def _resources(doc: Any) -> None:
+    rows = [
+        [r["server"], r["uri"], r.get("name", ""), r.get("mimeType", "")] for r in doc["resources"]
+    ]
+    _table(["SERVER", "URI", "NAME", "MIME TYPE"], rows)
+
+
+def _read(doc: Any) -> None:
+    for content in doc.get("contents") or []:
+        click.echo(content.get("text", f"<{len(content.get('blob', ''))} base64 bytes>"))
+
+
+def _call(doc: Any) -> None:
+    for block in doc.get("content") or []:
+        if block.get("type") == "text":
+            click.echo(block["text"])
+        else:
+            click.echo(json.dumps(block, ensure_ascii=False))
+    if doc.get("isError"):
+        raise SystemExit(1)
+
+
+_VIEWS = {
+    "servers": _servers,
+    "tools": _tools,
+    "prompts": _prompts,
+    "resources": _resources,
+    "read": _read,
+    "call": _call,
+}
+
+
+def op_commands() -> list[click.Command]:
+    return [_command(op) for op in OPERATIONS if op.cli is not None]

@@ -1,0 +1,125 @@
+"""The daemon's ASGI application: routes generated from the operations table.
+
+Each operation becomes one route. Input is gathered from the path, the query
+string (coerced by each parameter's schema) and the JSON body, validated
+against the operation's input schema, and handed to its handler. Every error
+leaves in the one /v1 shape (``ops.OpError``); nothing that the daemon can
+already tell is wrong reaches an upstream.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import jsonschema
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from mcpx import wire
+from mcpx.ops import OPERATIONS, OpContext, Operation, OpError, openapi
+
+__all__ = ["build_app"]
+
+log = logging.getLogger("mcpx.daemon")
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(wire.dumps(body), status_code=status, media_type="application/json")
+
+
+def _coerce(value: str, schema: dict[str, Any]) -> Any:
+    kind = schema.get("type")
+    if kind == "boolean":
+        return value.lower() in ("1", "true", "yes", "on")
+    if kind in ("number", "integer"):
+        try:
+            return float(value) if kind == "number" else int(value)
+        except ValueError:
+            return value  # the schema check names it
+    return value
+
+
+async def _gather(op: Operation, request: Request) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    by_name = {p.name: p for p in op.params}
+    for name, value in request.path_params.items():
+        args[name] = value
+    for name, value in request.query_params.items():
+        param = by_name.get(name)
+        if param is None or param.where != "query":
+            raise OpError(
+                400, "invalid_input", f"unknown query parameter {name!r}", {"field": name}
+            )
+        args[name] = _coerce(value, param.schema)
+    if op.method == "POST":
+        raw = await request.body()
+        try:
+            body = orjson.loads(raw) if raw.strip() else {}
+        except orjson.JSONDecodeError as exc:
+            raise OpError(400, "bad_request", f"the body is not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise OpError(400, "bad_request", "the body must be a JSON object")
+        args.update(body)
+    return args
+
+
+def _validate(op: Operation, args: dict[str, Any]) -> None:
+    validator = jsonschema.Draft202012Validator(op.input_schema())
+    problems = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    if problems:
+        first = problems[0]
+        where = ".".join(map(str, first.absolute_path)) or "(input)"
+        raise OpError(
+            400, "invalid_input", f"{op.name}: {where}: {first.message}", {"field": where}
+        )
+
+
+def _route(op: Operation, ctx: Callable[[], OpContext]) -> Route:
+    async def endpoint(request: Request) -> Response:
+        try:
+            args = await _gather(op, request)
+            _validate(op, args)
+            return _json(await op.handler(ctx(), args))
+        except OpError as exc:
+            return _json(exc.body(), exc.status)
+
+    return Route(op.path, endpoint, methods=[op.method], name=op.name)
+
+
+def build_app(
+    ctx: Callable[[], OpContext],
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
+) -> Starlette:
+    """The daemon's app; ``ctx`` returns the live context once the lifespan made it."""
+    document = openapi(OPERATIONS)
+
+    async def openapi_json(request: Request) -> Response:
+        return _json(document)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _json(
+            OpError(
+                404, "unknown_operation", f"no route {request.method} {request.url.path}"
+            ).body(),
+            404,
+        )
+
+    async def wrong_method(request: Request, exc: Exception) -> Response:
+        return _json(
+            OpError(405, "method_not_allowed", f"{request.method} is not allowed here").body(),
+            405,
+        )
+
+    routes = [_route(op, ctx) for op in OPERATIONS]
+    routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: not_found, 405: wrong_method},
+    )

@@ -1,0 +1,197 @@
+"""Running the daemon: one app on a unix socket (mode 0600) and a TCP port.
+
+Invariants:
+- ``<state>/daemon.json`` (pid, socket, url) exists while the daemon serves,
+  so clients find it; it is removed on a clean exit, with the socket.
+- The pool, the catalogue and every upstream live inside the app's lifespan,
+  owned by its task group; they end before the daemon does.
+- Logs are JSON lines in ``<state>/daemon.log``, upstream stderr among them,
+  tagged by server.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+
+from mcpx import __version__
+from mcpx.client import EraCache, Hooks
+from mcpx.config import ServerConfig, Settings
+from mcpx.ops import Catalogue, OpContext
+from mcpx.pool import open_pool
+
+from ._app import build_app
+
+__all__ = ["DaemonPaths", "demo_server", "serve"]
+
+log = logging.getLogger("mcpx.daemon")
+upstream_log = logging.getLogger("mcpx.upstream")
+
+
+@dataclass(frozen=True)
+class DaemonPaths:
+    state: Path
+
+    @property
+    def socket(self) -> Path:
+        return self.state / "mcpx.sock"
+
+    @property
+    def info(self) -> Path:
+        return self.state / "daemon.json"
+
+    @property
+    def log(self) -> Path:
+        return self.state / "daemon.log"
+
+    @property
+    def eras(self) -> Path:
+        return self.state / "upstream-eras.json"
+
+    @property
+    def catalogue(self) -> Path:
+        return self.state / "catalogue.json"
+
+
+def demo_server() -> ServerConfig:
+    """The embedded default upstream: mcpx's own bundled demo server."""
+    return ServerConfig(
+        name="demo", transport="stdio", command=sys.executable, args=("-m", "mcpx.demo")
+    )
+
+
+class _JsonLines(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        server = getattr(record, "server", None)
+        if server is not None:
+            doc["server"] = server
+        if record.exc_info:
+            doc["exc"] = self.formatException(record.exc_info)
+        return json.dumps(doc)
+
+
+def _setup_logging(path: Path, level: str) -> None:
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(_JsonLines())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    numeric = {"debug": 10, "info": 20, "notice": 25, "warning": 30}.get(level, 40)
+    root.setLevel(numeric)
+    os.chmod(path, 0o600)
+
+
+def _unix_socket(path: Path) -> socket.socket:
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # created 0600: only this user may talk to the daemon
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+def _tcp_socket(address: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((address, port))
+    sock.listen(128)
+    return sock
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
+def _hooks(catalogue: list[Catalogue]) -> Hooks:
+    def on_stderr(server: str, line: str) -> None:
+        upstream_log.info(line, extra={"server": server})
+
+    def on_notification(server: str, method: str, params: dict[str, Any]) -> None:
+        if method.endswith("/list_changed") and catalogue:
+            catalogue[0].invalidate(server)
+        if method == "notifications/message":
+            upstream_log.info("log: %s", params.get("data"), extra={"server": server})
+
+    def on_event(kind: str, data: dict[str, Any]) -> None:
+        log.info("event %s %s", kind, json.dumps(data))
+
+    return Hooks(on_stderr=on_stderr, on_event=on_event, on_notification=on_notification)
+
+
+def serve(
+    settings: Settings,
+    servers: Mapping[str, ServerConfig],
+    state: Path,
+    *,
+    warn: Any = print,
+) -> None:
+    """Serve until stopped (SIGTERM or SIGINT); blocks."""
+    paths = DaemonPaths(state)
+    state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _setup_logging(paths.log, str(settings["log.level"]))
+    address, port = str(settings["daemon.address"]), int(settings["daemon.port"])
+    if not _is_loopback(address):
+        warn(
+            f"mcpx: warning: listening on {address}, beyond loopback: anything that can reach "
+            "this port can run tools as you"
+        )
+    unix, tcp = _unix_socket(paths.socket), _tcp_socket(address, port)
+    host, bound = tcp.getsockname()[:2]
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
+    holder: list[OpContext] = []
+    catalogues: list[Catalogue] = []
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        cache = EraCache(paths.eras) if settings["upstream.eraCache"] else None
+        async with open_pool(servers, settings, cache=cache, hooks=_hooks(catalogues)) as pool:
+            catalogue = Catalogue(paths.catalogue, pool)
+            catalogues.append(catalogue)
+            holder.append(OpContext(pool, catalogue, settings))
+            log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)
+            yield
+
+    app = build_app(lambda: holder[0], lifespan)
+    info = {
+        "pid": os.getpid(),
+        "socket": str(paths.socket),
+        "url": url,
+        "version": __version__,
+        "startedAt": time.time(),
+    }
+    paths.info.write_text(json.dumps(info))
+    os.chmod(paths.info, 0o600)
+    config = uvicorn.Config(app, lifespan="on", log_config=None, access_log=False)
+    try:
+        uvicorn.Server(config).run(sockets=[unix, tcp])
+    finally:
+        for path in (paths.info, paths.socket):
+            path.unlink(missing_ok=True)
+        log.info("stopped")

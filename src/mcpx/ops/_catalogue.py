@@ -1,0 +1,159 @@
+"""The on-disk catalogue of what each server offers, so discovery needs no upstream.
+
+Per server: tools, prompts, resources and templates as last listed, the era
+and revision, when, and the error if listing failed. Refreshed when asked
+(``refresh``), when a server is listed for the first time, and after its
+``list_changed`` (which drops the entry). Stored in ``<state>/catalogue.json``
+(atomic write, mode 0600); a missing or unreadable file is an empty catalogue.
+A broken server is listed with its error instead of hiding the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcpx import wire
+from mcpx.client import UpstreamError
+from mcpx.pool import Pool, call_budget
+
+__all__ = ["Catalogue", "rank_tools"]
+
+log = logging.getLogger("mcpx.ops")
+
+_FORMAT = 1
+
+
+class Catalogue:
+    def __init__(self, path: Path | None, pool: Pool) -> None:
+        self.path = path
+        self.pool = pool
+        self._entries: dict[str, dict[str, Any]] = self._read()
+        self._locks: dict[str, anyio.Lock] = {}
+
+    async def entry(self, server: str, *, refresh: bool = False) -> dict[str, Any]:
+        """What ``server`` offers (from disk unless asked to refresh or never listed).
+
+        Raises:
+            UnknownServer: no such server.
+        """
+        self.pool.server(server)
+        lock = self._locks.setdefault(server, anyio.Lock())
+        async with lock:
+            if refresh or server not in self._entries:
+                self._entries[server] = await self._list(server)
+                self._save()
+        return self._entries[server]
+
+    async def entries(
+        self, server: str | None, *, refresh: bool = False
+    ) -> dict[str, dict[str, Any]]:
+        names = [server] if server else sorted(self.pool.servers)
+        out: dict[str, dict[str, Any]] = {}
+        for name in names:
+            out[name] = await self.entry(name, refresh=refresh)
+        return out
+
+    def known(self, server: str) -> dict[str, Any]:
+        """The stored entry, without listing anything."""
+        return self._entries.get(server) or {}
+
+    def invalidate(self, server: str) -> None:
+        if self._entries.pop(server, None) is not None:
+            self._save()
+
+    async def _list(self, server: str) -> dict[str, Any]:
+        budget = call_budget(self.pool.settings)
+        entry: dict[str, Any] = {"refreshedAt": time.time(), "error": None}
+        try:
+            inst = await self.pool.instance(server)
+            session = inst.session
+            assert session is not None and session.negotiated is not None
+            caps = session.negotiated.capabilities
+            entry["era"] = session.negotiated.era.value
+            entry["revision"] = session.negotiated.revision
+            entry["serverInfo"] = session.negotiated.server_info
+            entry["tools"] = await session.list_tools(timeout=budget) if "tools" in caps else []
+            entry["prompts"] = (
+                await session.list_prompts(timeout=budget) if "prompts" in caps else []
+            )
+            has_resources = "resources" in caps
+            entry["resources"] = (
+                await session.list_resources(timeout=budget) if has_resources else []
+            )
+            entry["templates"] = (
+                await session.list_resource_templates(timeout=budget) if has_resources else []
+            )
+        except (UpstreamError, wire.McpError) as exc:
+            log.warning("%s: listing failed: %s", server, exc)
+            entry["error"] = str(exc)
+        return entry
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        if self.path is None:
+            return {}
+        try:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            if doc.get("format") != _FORMAT:
+                return {}
+            return {k: v for k, v in doc["servers"].items() if isinstance(v, dict)}
+        except (OSError, ValueError, KeyError, AttributeError):
+            return {}
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=".catalogue.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump({"format": _FORMAT, "servers": self._entries}, out)
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _word_score(word: str, server: str, tool: dict[str, Any]) -> int | None:
+    """Lower is better: exact name, prefix, substring, server name, description."""
+    name = str(tool.get("name", "")).lower()
+    if word == name:
+        return 0
+    if name.startswith(word):
+        return 1
+    if word in name:
+        return 2
+    if word in server.lower():
+        return 3
+    if word in str(tool.get("description", "")).lower():
+        return 4
+    return None
+
+
+def rank_tools(
+    items: list[tuple[str, dict[str, Any]]], query: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """Tools matching ``query``, best first. Every word must match before
+    any-word matching is tried."""
+    words = [w for w in query.lower().split() if w]
+    if not words:
+        return items
+    every: list[tuple[tuple[int, int, str], tuple[str, dict[str, Any]]]] = []
+    some: list[tuple[tuple[int, int, str], tuple[str, dict[str, Any]]]] = []
+    for server, tool in items:
+        scores = [_word_score(w, server, tool) for w in words]
+        hits = [s for s in scores if s is not None]
+        if not hits:
+            continue
+        key = (sum(hits) + 5 * (len(words) - len(hits)), min(hits), f"{server}/{tool.get('name')}")
+        (every if len(hits) == len(words) else some).append((key, (server, tool)))
+    chosen = every or some
+    return [pair for _, pair in sorted(chosen, key=lambda kv: kv[0])]

@@ -1,0 +1,30 @@
+"""What every operation handler is given: the pool, the catalogue, the settings."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpx import __version__
+from mcpx.config import Settings
+from mcpx.pool import Pool
+
+from ._catalogue import Catalogue
+
+__all__ = ["OpContext"]
+
+
+@dataclass
+class OpContext:
+    pool: Pool
+    catalogue: Catalogue
+    settings: Settings
+    version: str = __version__
+    pid: int = field(default_factory=os.getpid)
+    started: float = field(default_factory=time.time)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def uptime(self) -> float:
+        return round(time.time() - self.started, 3)

@@ -1,0 +1,50 @@
+"""The one error shape of /v1: ``{"error": {"code", "message", "details"}}``.
+
+code              status  when
+----------------  ------  ------------------------------------------------
+bad_request       400     the body is not JSON, or not an object
+invalid_input     400     input or tool arguments fail their schema (names the field)
+unknown_server    404     no such server (details.known lists the valid names)
+unknown_tool      404     no such tool on the server (details.known)
+unknown_operation 404     no such route
+upstream_error    502     the upstream failed or answered a JSON-RPC error
+                          (details.jsonrpc carries it) — names the server
+upstream_timeout  504     no answer within the call's budget
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["OpError"]
+
+
+class OpError(Exception):
+    def __init__(
+        self, status: int, code: str, message: str, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details or {}
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message", "details"],
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "details": {"type": "object"},
+            },
+        }
+    },
+}

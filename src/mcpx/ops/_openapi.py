@@ -1,0 +1,77 @@
+"""``/openapi.json``: an OpenAPI 3.1 document generated from the operations table."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mcpx import __version__
+
+from ._errors import ERROR_SCHEMA
+from ._table import Operation
+
+__all__ = ["openapi"]
+
+
+def _operation(op: Operation) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "operationId": op.name,
+        "summary": op.doc,
+        "responses": {
+            "200": {
+                "description": "Success",
+                "content": {"application/json": {"schema": op.output}},
+            },
+            "default": {
+                "description": "An error, in the one /v1 error shape",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            },
+        },
+    }
+    params = [
+        {
+            "name": p.name,
+            "in": p.where,
+            "required": p.required or p.where == "path",
+            "description": p.doc,
+            "schema": p.schema,
+        }
+        for p in op.params
+        if p.where in ("path", "query")
+    ]
+    if params:
+        doc["parameters"] = params
+    body = [p for p in op.params if p.where == "body"]
+    if body:
+        schema = {
+            "type": "object",
+            "properties": {p.name: {**p.schema, "description": p.doc} for p in body},
+            "required": [p.name for p in body if p.required],
+            "additionalProperties": False,
+        }
+        doc["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": schema}},
+        }
+    return doc
+
+
+def openapi(operations: tuple[Operation, ...]) -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    for op in operations:
+        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "mcpx",
+            "version": __version__,
+            "description": "The mcpx daemon's operations: one table, served as routes, "
+            "this document and the CLI.",
+        },
+        "paths": paths,
+        "components": {"schemas": {"Error": ERROR_SCHEMA}},
+    }
+
+
+def path_params(path: str) -> list[str]:
+    return re.findall(r"{(\w+)}", path)

@@ -1,0 +1,326 @@
+"""The first /v1 operations and their handlers, declared once in ``OPERATIONS``."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import jsonschema
+
+from mcpx import spec, wire
+from mcpx.client import UpstreamError, UpstreamTimeout
+from mcpx.pool import PoolFull, UnknownServer
+
+from ._catalogue import rank_tools
+from ._context import OpContext
+from ._errors import OpError
+from ._table import Cli, Operation, Param
+
+__all__ = ["OPERATIONS", "by_name"]
+
+T = TypeVar("T")
+
+_SERVER = Param("server", {"type": "string"}, "Configured server name", required=True)
+_SERVER_FILTER = Param("server", {"type": "string"}, "Only this server", where="query")
+_REFRESH = Param("refresh", {"type": "boolean"}, "List again from the upstreams", where="query")
+_TIMEOUT = Param(
+    "timeout", {"type": "number", "exclusiveMinimum": 0}, "Seconds; only lowers pool.callTimeout"
+)
+
+
+async def _upstream(server: str, call: Awaitable[T]) -> T:
+    """Translate the pool's and the upstream's failures into /v1 errors, once."""
+    try:
+        return await call
+    except UnknownServer as exc:
+        raise OpError(404, "unknown_server", str(exc), {"known": exc.known}) from exc
+    except UpstreamTimeout as exc:
+        raise OpError(504, "upstream_timeout", str(exc), {"server": server}) from exc
+    except PoolFull as exc:
+        raise OpError(503, "pool_full", str(exc), {"server": server}) from exc
+    except UpstreamError as exc:
+        raise OpError(502, "upstream_error", str(exc), {"server": server}) from exc
+    except wire.McpError as exc:
+        raise OpError(
+            502,
+            "upstream_error",
+            f"{server} answered with an error: {exc.message}",
+            {"server": server, "jsonrpc": exc.to_error()},
+        ) from exc
+
+
+async def health(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return {"ok": True, "pid": ctx.pid, "version": ctx.version, "uptime": ctx.uptime()}
+
+
+async def protocol(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return spec.protocol_json(ctx.settings.policy())
+
+
+async def servers_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+    out = []
+    for name, server in sorted(ctx.pool.servers.items()):
+        known = ctx.catalogue.known(name)
+        out.append(
+            {
+                "name": name,
+                "transport": server.transport,
+                "command": [server.command, *server.args] if server.command else None,
+                "url": server.url,
+                "scope": server.scope,
+                "protocol": server.protocol or ctx.settings["upstream.protocol"],
+                "instances": [i.status() for i in ctx.pool.instances(name)],
+                "catalogue": {
+                    "tools": len(known.get("tools") or []),
+                    "era": known.get("era"),
+                    "revision": known.get("revision"),
+                    "error": known.get("error"),
+                }
+                if known
+                else None,
+            }
+        )
+    return {"servers": out}
+
+
+async def _catalogued(ctx: OpContext, args: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    server = args.get("server")
+    return await _upstream(
+        server or "*", ctx.catalogue.entries(server, refresh=bool(args.get("refresh")))
+    )
+
+
+async def tools_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+    entries = await _catalogued(ctx, args)
+    items = [(s, t) for s, e in entries.items() for t in e.get("tools") or []]
+    if args.get("search"):
+        items = rank_tools(items, args["search"])
+    errors = {s: e["error"] for s, e in entries.items() if e.get("error")}
+    return {"tools": [{"server": s, **t} for s, t in items], "errors": errors}
+
+
+async def _tool(ctx: OpContext, server: str, name: str) -> dict[str, Any] | None:
+    entry = await _upstream(server, ctx.catalogue.entry(server))
+    if entry.get("error"):
+        return None  # unknown: let the upstream say (it may have come back)
+    tools: dict[str, dict[str, Any]] = {t["name"]: t for t in entry.get("tools") or []}
+    if name not in tools:
+        raise OpError(
+            404,
+            "unknown_tool",
+            f"{server} has no tool named {name!r}; it has: {', '.join(sorted(tools)) or 'none'}",
+            {"server": server, "known": sorted(tools)},
+        )
+    return tools[name]
+
+
+async def tools_describe(ctx: OpContext, args: dict[str, Any]) -> Any:
+    tool = await _tool(ctx, args["server"], args["tool"])
+    if tool is None:
+        raise OpError(502, "upstream_error", f"{args['server']} could not be listed", {})
+    return {"server": args["server"], **tool}
+
+
+def _check_arguments(server: str, tool: dict[str, Any], arguments: dict[str, Any]) -> None:
+    schema = tool.get("inputSchema") or {"type": "object"}
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if problems:
+        first = problems[0]
+        where = ".".join(map(str, first.absolute_path)) or "(arguments)"
+        raise OpError(
+            400,
+            "invalid_input",
+            f"arguments for {server}/{tool['name']} do not match its input schema: "
+            f"{where}: {first.message}",
+            {"field": where, "problems": [p.message for p in problems[:10]]},
+        )
+
+
+async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
+    server, name = args["server"], args["tool"]
+    arguments = args.get("arguments") or {}
+    tool = await _tool(ctx, server, name)
+    if tool is not None:
+        _check_arguments(server, tool, arguments)
+    params = {"name": name, "arguments": arguments}
+    return await _upstream(
+        server, ctx.pool.request(server, "tools/call", params, timeout=args.get("timeout"))
+    )
+
+
+async def prompts_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+    entries = await _catalogued(ctx, args)
+    prompts = [{"server": s, **p} for s, e in entries.items() for p in e.get("prompts") or []]
+    return {
+        "prompts": prompts,
+        "errors": {s: e["error"] for s, e in entries.items() if e.get("error")},
+    }
+
+
+async def prompts_get(ctx: OpContext, args: dict[str, Any]) -> Any:
+    params: dict[str, Any] = {"name": args["name"]}
+    if args.get("arguments"):
+        params["arguments"] = args["arguments"]
+    return await _upstream(args["server"], ctx.pool.request(args["server"], "prompts/get", params))
+
+
+async def resources_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+    entries = await _catalogued(ctx, args)
+    found = [{"server": s, **r} for s, e in entries.items() for r in e.get("resources") or []]
+    return {
+        "resources": found,
+        "errors": {s: e["error"] for s, e in entries.items() if e.get("error")},
+    }
+
+
+async def resources_templates(ctx: OpContext, args: dict[str, Any]) -> Any:
+    entries = await _catalogued(ctx, args)
+    found = [{"server": s, **t} for s, e in entries.items() for t in e.get("templates") or []]
+    return {"resourceTemplates": found}
+
+
+async def resources_read(ctx: OpContext, args: dict[str, Any]) -> Any:
+    params = {"uri": args["uri"]}
+    return await _upstream(
+        args["server"], ctx.pool.request(args["server"], "resources/read", params)
+    )
+
+
+async def complete(ctx: OpContext, args: dict[str, Any]) -> Any:
+    params = {"ref": args["ref"], "argument": args["argument"]}
+    return await _upstream(
+        args["server"], ctx.pool.request(args["server"], "completion/complete", params)
+    )
+
+
+_OBJ = {"type": "object"}
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("health", "GET", "/health", "Is the daemon up", health),
+    Operation(
+        "protocol",
+        "GET",
+        "/v1/protocol",
+        "The revision matrix and the effective spec policy",
+        protocol,
+    ),
+    Operation(
+        "servers.list",
+        "GET",
+        "/v1/servers",
+        "Configured servers with each instance's state",
+        servers_list,
+        cli=Cli("servers", view="servers"),
+    ),
+    Operation(
+        "tools.list",
+        "GET",
+        "/v1/tools",
+        "Tools across servers; search ranks by words",
+        tools_list,
+        params=(
+            Param("server", {"type": "string"}, "Only this server", where="query"),
+            Param("search", {"type": "string"}, "Words to search for", where="query"),
+            _REFRESH,
+        ),
+        cli=Cli("tools", positional=("server",), view="tools"),
+    ),
+    Operation(
+        "tools.describe",
+        "GET",
+        "/v1/tools/{server}/{tool}",
+        "One tool, with its input schema",
+        tools_describe,
+        params=(
+            Param("server", {"type": "string"}, "Server name", where="path", required=True),
+            Param("tool", {"type": "string"}, "Tool name", where="path", required=True),
+        ),
+        cli=Cli("describe", positional=("server", "tool")),
+    ),
+    Operation(
+        "call",
+        "POST",
+        "/v1/call",
+        "Call a tool on a server",
+        call,
+        params=(
+            _SERVER,
+            Param("tool", {"type": "string"}, "Tool name", required=True),
+            Param("arguments", _OBJ, "Tool arguments"),
+            _TIMEOUT,
+        ),
+        cli=Cli("call", positional=("server", "tool"), view="call"),
+    ),
+    Operation(
+        "prompts.list",
+        "GET",
+        "/v1/prompts",
+        "Prompts across servers",
+        prompts_list,
+        params=(_SERVER_FILTER, _REFRESH),
+        cli=Cli("prompts", positional=("server",), view="prompts"),
+    ),
+    Operation(
+        "prompts.get",
+        "POST",
+        "/v1/prompts/get",
+        "Get a prompt",
+        prompts_get,
+        params=(
+            _SERVER,
+            Param("name", {"type": "string"}, "Prompt name", required=True),
+            Param(
+                "arguments",
+                {"type": "object", "additionalProperties": {"type": "string"}},
+                "Prompt arguments",
+            ),
+        ),
+        cli=Cli("prompt", positional=("server", "name")),
+    ),
+    Operation(
+        "resources.list",
+        "GET",
+        "/v1/resources",
+        "Resources across servers",
+        resources_list,
+        params=(_SERVER_FILTER, _REFRESH),
+        cli=Cli("resources", positional=("server",), view="resources"),
+    ),
+    Operation(
+        "resources.templates",
+        "GET",
+        "/v1/resources/templates",
+        "Resource templates",
+        resources_templates,
+        params=(_SERVER_FILTER, _REFRESH),
+        cli=Cli("templates", positional=("server",)),
+    ),
+    Operation(
+        "resources.read",
+        "POST",
+        "/v1/resources/read",
+        "Read a resource",
+        resources_read,
+        params=(_SERVER, Param("uri", {"type": "string"}, "Resource URI", required=True)),
+        cli=Cli("read", positional=("server", "uri"), view="read"),
+    ),
+    Operation(
+        "complete",
+        "POST",
+        "/v1/complete",
+        "Argument completion from the server",
+        complete,
+        params=(
+            _SERVER,
+            Param("ref", _OBJ, "A ref/prompt or ref/resource reference", required=True),
+            Param("argument", _OBJ, "{name, value}", required=True),
+        ),
+    ),
+)
+
+_BY_NAME = {op.name: op for op in OPERATIONS}
+
+
+def by_name(name: str) -> Operation:
+    return _BY_NAME[name]

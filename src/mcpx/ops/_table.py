@@ -1,0 +1,61 @@
+"""The operations table: every /v1 operation declared once.
+
+An ``Operation`` names itself, its HTTP method and path, its parameters (each
+a JSON Schema, with where it travels: path, query or body), its output schema,
+its handler and a one-line doc. The HTTP routes, ``/openapi.json``, the CLI
+subcommands (and later the gateway's MCP tools) are all generated from
+``OPERATIONS``; nothing else declares an operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ._context import OpContext
+
+__all__ = ["Cli", "Operation", "Param"]
+
+Handler = Callable[["OpContext", dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    schema: dict[str, Any]
+    doc: str
+    where: Literal["path", "query", "body"] = "body"
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Cli:
+    """How the operation appears as ``mcpx <command>``: which parameters are
+    positional (in order); the rest are options. ``view`` names the renderer."""
+
+    command: str
+    positional: tuple[str, ...] = ()
+    view: str = "json"
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    method: Literal["GET", "POST"]
+    path: str
+    doc: str
+    handler: Handler
+    params: tuple[Param, ...] = ()
+    output: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    cli: Cli | None = None
+
+    def input_schema(self) -> dict[str, Any]:
+        """The operation's whole input as one JSON Schema object."""
+        return {
+            "type": "object",
+            "properties": {p.name: {**p.schema, "description": p.doc} for p in self.params},
+            "required": [p.name for p in self.params if p.required],
+            "additionalProperties": False,
+        }

@@ -1,0 +1,15 @@
+"""The warm upstream pool: instances per (server, scope key), their budgets and reaping."""
+
+from ._budget import call_budget, start_budget
+from ._instance import Instance
+from ._pool import Pool, PoolFull, UnknownServer, open_pool
+
+__all__ = [
+    "Instance",
+    "Pool",
+    "PoolFull",
+    "UnknownServer",
+    "call_budget",
+    "open_pool",
+    "start_budget",
+]

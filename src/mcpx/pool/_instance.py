@@ -1,0 +1,145 @@
+"""One warm upstream instance: a session kept open in a task the pool owns.
+
+States: starting → ready → (broken | closed). A broken instance (the process
+exited, the framing broke) fails its in-flight calls with a clear error
+naming the server, its exit status and last stderr lines, and is never used
+again: the pool starts a fresh one on the next call.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from mcpx.client import EraCache, Hooks, QuestionHandler, Session, UpstreamError, open_session
+from mcpx.config import ServerConfig, Settings
+
+__all__ = ["Instance"]
+
+log = logging.getLogger("mcpx.pool")
+
+
+class Instance:
+    """A session to one server for one scope key."""
+
+    def __init__(
+        self,
+        server: ServerConfig,
+        scope_key: str,
+        settings: Settings,
+        *,
+        cache: EraCache | None,
+        hooks: Hooks,
+        handler: QuestionHandler | None = None,
+    ) -> None:
+        self.server = server
+        self.scope_key = scope_key
+        self.settings = settings
+        self._cache = cache
+        self._hooks = hooks
+        self._handler = handler
+        self.session: Session | None = None
+        self.state = "starting"
+        self.error: str | None = None
+        self.started_at = time.time()
+        self.last_used = time.monotonic()
+        self.calls = 0
+        self.in_flight = 0
+        self._stop = anyio.Event()
+        self._ended = anyio.Event()
+
+    @property
+    def usable(self) -> bool:
+        return (
+            self.state == "ready" and self.session is not None and self.session.conn.broken is None
+        )
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Open the session, report started (ready or failed), hold it until
+        stopped or broken. Never raises: the pool's task group must survive."""
+        started = False
+        try:
+            async with open_session(
+                self.server,
+                self.settings,
+                handler=self._handler,
+                cache=self._cache,
+                hooks=self._hooks,
+            ) as session:
+                self.session = session
+                self.state = "ready"
+                started = True
+                task_status.started()
+                await self._hold(session)
+        except Exception as exc:  # the boundary of an owned task: recorded, not raised
+            self.error = str(exc) or type(exc).__name__
+            self.state = "failed" if not started else "broken"
+            log.warning("%s: %s", self.server.name, self.error)
+        finally:
+            if self.state == "ready":
+                self.state = "closed"
+            self._ended.set()
+            if not started:
+                task_status.started()
+
+    async def _hold(self, session: Session) -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def on_broken() -> None:
+                await session.conn.broken_event.wait()
+                self.state = "broken"
+                self.error = session.conn.broken
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(on_broken)
+            await self._stop.wait()
+            tg.cancel_scope.cancel()
+
+    async def stop(self) -> None:
+        """Close the session (process ended, HTTP session deleted) and wait."""
+        self._stop.set()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(15):
+            await self._ended.wait()
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None, timeout: float
+    ) -> dict[str, Any]:
+        """One upstream call on this instance.
+
+        Raises:
+            McpError: the upstream answered with a JSON-RPC error.
+            UpstreamError: the call failed (timeout, broken instance).
+        """
+        session = self.session
+        if session is None or not self.usable:
+            raise UpstreamError(f"{self.server.name}: {self.error or 'instance not ready'}")
+        self.calls += 1
+        self.in_flight += 1
+        self.last_used = time.monotonic()
+        try:
+            return await session.request(method, params, timeout=timeout)
+        finally:
+            self.in_flight -= 1
+            self.last_used = time.monotonic()
+
+    def status(self) -> dict[str, Any]:
+        negotiated = self.session.negotiated if self.session else None
+        described = self.session.conn.transport.describe() if self.session else {}
+        return {
+            "scope": self.scope_key or "shared",
+            "state": self.state,
+            "era": negotiated.era.value if negotiated else None,
+            "revision": negotiated.revision if negotiated else None,
+            "eraSource": negotiated.source if negotiated else None,
+            "transport": negotiated.transport if negotiated else self.server.transport,
+            "pid": described.get("pid"),
+            "url": described.get("url"),
+            "uptime": round(time.time() - self.started_at, 3),
+            "calls": self.calls,
+            "inFlight": self.in_flight,
+            "lastError": self.error,
+        }

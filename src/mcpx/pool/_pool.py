@@ -1,0 +1,199 @@
+"""The warm upstream pool: one instance per (server, scope key).
+
+Invariants:
+- Started on first use; concurrent first calls start one instance, not several
+  (a lock per key).
+- Kept warm while used; reaped after ``pool.idleTimeout`` without calls or
+  calls in flight.
+- At most ``pool.max`` instances per server; past it the least recently used
+  idle instance is stopped to make room, and if none is idle the call is
+  refused with a clear error.
+- A broken instance is dropped; the next call starts a fresh one.
+- Every instance task is owned by the pool's task group.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from mcpx.client import EraCache, Hooks, QuestionHandler, UpstreamError
+from mcpx.config import ServerConfig, Settings
+
+from ._budget import call_budget
+from ._instance import Instance
+
+__all__ = ["Pool", "PoolFull", "UnknownServer", "open_pool"]
+
+log = logging.getLogger("mcpx.pool")
+
+Key = tuple[str, str]
+
+
+class UnknownServer(KeyError):
+    """No configured server has that name."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        return f"no server named {self.name!r}; configured: {', '.join(self.known) or 'none'}"
+
+
+class PoolFull(UpstreamError):
+    """Every instance slot of a server is busy."""
+
+
+class Pool:
+    def __init__(
+        self,
+        servers: Mapping[str, ServerConfig],
+        settings: Settings,
+        tg: TaskGroup,
+        *,
+        cache: EraCache | None = None,
+        hooks: Hooks | None = None,
+        handler: QuestionHandler | None = None,
+    ) -> None:
+        self.servers = dict(servers)
+        self.settings = settings
+        self._tg = tg
+        self._cache = cache
+        self._hooks = hooks or Hooks()
+        self._handler = handler
+        self._instances: dict[Key, Instance] = {}
+        self._locks: dict[Key, anyio.Lock] = {}
+        self.started_at = time.time()
+
+    def server(self, name: str) -> ServerConfig:
+        try:
+            return self.servers[name]
+        except KeyError:
+            raise UnknownServer(name, sorted(self.servers)) from None
+
+    def scope_key(self, server: ServerConfig, identity: str | None) -> str:
+        return identity or "anonymous" if server.scope == "identity" else ""
+
+    async def instance(self, name: str, identity: str | None = None) -> Instance:
+        """The ready instance for ``name`` and the caller's scope, started if needed.
+
+        Raises:
+            UnknownServer: no such server.
+            UpstreamError: it could not be started (the message says why).
+        """
+        server = self.server(name)
+        key = (name, self.scope_key(server, identity))
+        lock = self._locks.setdefault(key, anyio.Lock())
+        async with lock:
+            current = self._instances.get(key)
+            if current is not None and current.usable:
+                return current
+            if current is not None:
+                self._instances.pop(key, None)
+                await current.stop()
+            await self._make_room(name)
+            inst = Instance(
+                server,
+                key[1],
+                self.settings,
+                cache=self._cache,
+                hooks=self._hooks,
+                handler=self._handler,
+            )
+            await self._tg.start(inst.run)
+            if not inst.usable:
+                raise UpstreamError(f"{name} could not be started: {inst.error}")
+            self._instances[key] = inst
+            return inst
+
+    async def _make_room(self, name: str) -> None:
+        mine = [i for (n, _), i in self._instances.items() if n == name]
+        if len(mine) < int(self.settings["pool.max"]):
+            return
+        idle = sorted((i for i in mine if i.in_flight == 0), key=lambda i: i.last_used)
+        if not idle:
+            raise PoolFull(
+                f"{name} has {len(mine)} instances (pool.max) and all are busy; try again"
+            )
+        await self._drop(idle[0])
+
+    async def _drop(self, inst: Instance) -> None:
+        self._instances.pop((inst.server.name, inst.scope_key), None)
+        await inst.stop()
+
+    async def request(
+        self,
+        name: str,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        identity: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """One upstream call, bounded by the call budget (``timeout`` can only lower it).
+
+        Raises:
+            UnknownServer, McpError, UpstreamError: as for ``instance`` and the call.
+        """
+        inst = await self.instance(name, identity)
+        try:
+            return await inst.request(method, params, call_budget(self.settings, timeout))
+        finally:
+            if not inst.usable:
+                self._instances.pop((name, inst.scope_key), None)
+
+    def instances(self, name: str | None = None) -> list[Instance]:
+        return [i for (n, _), i in self._instances.items() if name is None or n == name]
+
+    async def reap_idle(self) -> int:
+        """Stop instances idle longer than pool.idleTimeout; returns how many."""
+        limit = float(self.settings["pool.idleTimeout"])
+        now = time.monotonic()
+        stale = [
+            i
+            for i in list(self._instances.values())
+            if not i.usable or (i.in_flight == 0 and now - i.last_used >= limit)
+        ]
+        for inst in stale:
+            log.info("%s: reaping (%s)", inst.server.name, inst.state)
+            await self._drop(inst)
+        return len(stale)
+
+    async def _reaper(self) -> None:
+        interval = max(0.05, min(5.0, float(self.settings["pool.idleTimeout"]) / 4))
+        while True:
+            await anyio.sleep(interval)
+            await self.reap_idle()
+
+    async def close(self) -> None:
+        for inst in list(self._instances.values()):
+            await self._drop(inst)
+
+
+@asynccontextmanager
+async def open_pool(
+    servers: Mapping[str, ServerConfig],
+    settings: Settings,
+    *,
+    cache: EraCache | None = None,
+    hooks: Hooks | None = None,
+    handler: QuestionHandler | None = None,
+) -> AsyncIterator[Pool]:
+    """A pool whose instances and reaper live for the context."""
+    async with anyio.create_task_group() as tg:
+        pool = Pool(servers, settings, tg, cache=cache, hooks=hooks, handler=handler)
+        tg.start_soon(pool._reaper)
+        try:
+            yield pool
+        finally:
+            with anyio.CancelScope(shield=True):
+                await pool.close()
+            tg.cancel_scope.cancel()
