@@ -176,7 +176,12 @@ def serve(
             catalogues.append(catalogue)
             holder.append(OpContext(pool, catalogue, settings))
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)
-            yield
+            try:
+                yield
+            finally:
+                # Here rather than after serving: uvicorn re-raises the stop signal
+                # once it has shut down, and the process ends with it.
+                _remove(paths)
 
     app = build_app(lambda: holder[0], lifespan)
     info = {
@@ -192,6 +197,10 @@ def serve(
     try:
         uvicorn.Server(config).run(sockets=[unix, tcp])
     finally:
-        for path in (paths.info, paths.socket):
-            path.unlink(missing_ok=True)
-        log.info("stopped")
+        _remove(paths)
+
+
+def _remove(paths: DaemonPaths) -> None:
+    for path in (paths.info, paths.socket):
+        path.unlink(missing_ok=True)
+    log.info("stopped")

@@ -1,0 +1,108 @@
+"""A real mcpx daemon for tests: its own process, a temporary state dir, an
+ephemeral loopback port, a config file of real upstream servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .peers import bad_server_command, sdk_server_command
+
+
+def sdk_entry(version: str = "1.23.3") -> dict[str, Any]:
+    argv = sdk_server_command(version, "stdio")
+    return {"command": argv[0], "args": argv[1:]}
+
+
+def bad_entry(mode: str) -> dict[str, Any]:
+    argv = bad_server_command(mode)
+    return {"command": argv[0], "args": argv[1:]}
+
+
+@dataclass
+class Daemon:
+    home: Path
+    state: Path
+    config: Path
+    proc: subprocess.Popen[bytes]
+    info: dict[str, Any]
+
+    def http(self) -> httpx.Client:
+        transport = httpx.HTTPTransport(uds=self.info["socket"])
+        return httpx.Client(transport=transport, base_url="http://mcpx", timeout=120)
+
+    def env(self) -> dict[str, str]:
+        """An environment for CLI runs that reach this daemon."""
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("MCPX_")}
+        return {**clean, "MCPX_STATE_DIR": str(self.state), "MCPX_CONFIG": str(self.config)}
+
+    def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mcpx", *args],
+            cwd=self.home,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        path = self.state / "daemon.log"
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _wait_up(proc: subprocess.Popen[bytes], info_path: Path, limit: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the daemon exited with status {proc.returncode}")
+        if info_path.exists():
+            info: dict[str, Any] = json.loads(info_path.read_text())
+            transport = httpx.HTTPTransport(uds=info["socket"])
+            try:
+                with httpx.Client(transport=transport, base_url="http://mcpx") as client:
+                    if client.get("/health", timeout=2).status_code == 200:
+                        return info
+            except httpx.HTTPError:
+                pass
+        time.sleep(0.05)
+    raise RuntimeError("the daemon did not come up")
+
+
+@contextmanager
+def running_daemon(
+    tmp: Path, servers: Mapping[str, Any], settings: Mapping[str, Any] | None = None
+) -> Iterator[Daemon]:
+    """Start ``mcpx daemon`` on a fresh state dir; stop it by its pid."""
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    state = tmp / "state"
+    config = home / ".mcpx.json"
+    config.write_text(json.dumps({"mcpServers": dict(servers), "settings": dict(settings or {})}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCPX_")}
+    argv = [sys.executable, "-m", "mcpx", "daemon", "--state-dir", str(state)]
+    argv += ["--config", str(config), "--port", "0", "--address", "127.0.0.1"]
+    proc = subprocess.Popen(argv, cwd=home, env=env, start_new_session=True)
+    try:
+        info = _wait_up(proc, state / "daemon.json")
+        yield Daemon(home, state, config, proc, info)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
