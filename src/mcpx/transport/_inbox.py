@@ -82,5 +82,6 @@ class Inbox:
         return fresh
 
     def discard(self) -> None:
-        """Drop everything still queued; used once nobody will read again."""
+        """Drop everything still queued and release both ends; for when the owner is done."""
+        self.close(TransportClosed("transport closed"))
         self._receive.close()

@@ -32,8 +32,10 @@ from mcpx.wire import RequestId, dumps
 
 from ._base import MAX_FRAME_BYTES, Inbound, RequestFailed, TransportClosed, TransportError
 from ._frames import BadFrame, parse_frames, request_id_of, snippet
+from ._http_client import origin_of
 from ._http_stream import (
-    Trace,
+    ExchangeFailed,
+    Started,
     connection_failed,
     content_type,
     error_body_frames,
@@ -50,6 +52,7 @@ __all__ = ["LegacySseTransport", "open_legacy_sse"]
 _POST_SECONDS: Final = 30.0  # a POST is only acknowledged (202); its answer comes elsewhere
 _SSE_OVERHEAD: Final = 4096
 _ENDPOINT_TIMEOUT: Final = 10.0
+_IGNORED_BODY_MAX: Final = 65536
 
 
 class LegacySseTransport:
@@ -82,11 +85,15 @@ class LegacySseTransport:
         """POST ``frame`` to the endpoint; returns once its body is sent.
 
         Raises:
-            TransportClosed: the transport is over (its GET stream ended).
+            TransportClosed: the transport is over (its GET stream ended), or the borrowed
+                client is closed.
             mcpx.wire.InternalError: ``frame`` holds something JSON cannot carry.
+            ValueError: a header value is not ASCII (the session must encode it).
         """
         if self._inbox.reason is not None or self._endpoint is None:
             raise self._inbox.closed_error()
+        if self._client.is_closed:
+            raise TransportClosed(f"{self._url}: the HTTP client is closed")
         request_headers = httpx.Headers({"Content-Type": "application/json"})
         request_headers.update(self._headers)
         request_headers.update(headers or {})
@@ -117,33 +124,39 @@ class LegacySseTransport:
         body: bytes,
         request_id: RequestId | None,
         headers: httpx.Headers,
-        trace: Trace,
+        started: Started,
     ) -> None:
         request = self._client.build_request(
-            "POST", endpoint, content=body, headers=headers, extensions={"trace": trace}
+            "POST", endpoint, content=body, headers=headers, extensions={"trace": started.trace}
         )
         error: TransportError | None = None
         with anyio.move_on_after(_POST_SECONDS) as timer:
             try:
-                error = await self._acknowledged(request, request_id)
+                error = await self._acknowledged(request, request_id, started)
             except httpx.HTTPError as exc:
                 error = connection_failed("POST", str(endpoint), exc)
+        started.release()
         if timer.cancelled_caught:
-            error = TransportError(f"POST {endpoint} got no answer within {_POST_SECONDS} s")
+            error = ExchangeFailed(f"POST {endpoint} got no answer within {_POST_SECONDS} s")
         if error is not None and request_id is not None:
             await self._inbox.put(RequestFailed(request_id, error))
 
     async def _acknowledged(
-        self, request: httpx.Request, request_id: RequestId | None
+        self, request: httpx.Request, request_id: RequestId | None, started: Started
     ) -> TransportError | None:
         response = await self._client.send(request, stream=True)
+        started.release()
         try:
             if response.status_code < 400:
+                # The body is ignored, but read (a little of it) so the connection can be
+                # reused rather than closed.
+                with contextlib.suppress(TransportError):
+                    await read_capped(response, _IGNORED_BODY_MAX)
                 return None
             try:
                 body = await read_capped(response, self._max_frame)
             except TransportError:
-                return await status_error(response)
+                return status_error_with(response, b"")  # too long to be an error frame
             frames = error_body_frames(body, request_id)
             if frames is None:
                 return status_error_with(response, body)
@@ -151,11 +164,12 @@ class LegacySseTransport:
                 await self._inbox.put(frame)
             return None
         finally:
-            await response.aclose()
+            with anyio.CancelScope(shield=True), contextlib.suppress(httpx.HTTPError):
+                await response.aclose()
 
     async def _run(self) -> None:
         """Read the GET stream until it ends; the reason it ended closes the transport."""
-        reason: TransportClosed | TransportError
+        reason: TransportError
         try:
             async with self._client.stream("GET", self._url, headers=self._get_headers()) as r:
                 if r.status_code >= 400:
@@ -218,18 +232,13 @@ class LegacySseTransport:
             endpoint = self._url.join(data)
         except httpx.InvalidURL as exc:
             return TransportClosed(f"{self._url} named an invalid endpoint {snippet(data)}: {exc}")
-        if _origin(endpoint) != _origin(self._url):
+        if origin_of(endpoint) != origin_of(self._url):
             return TransportClosed(
                 f"{self._url} named an endpoint on another origin ({snippet(data)}): refused"
             )
         self._endpoint = endpoint
         self._ready.set()
         return None
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    default = {"http": 80, "https": 443}.get(url.scheme)
-    return (url.scheme, url.host.lower(), url.port or default)
 
 
 @contextlib.asynccontextmanager

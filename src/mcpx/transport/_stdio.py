@@ -129,27 +129,30 @@ class StdioTransport:
     # -- background tasks ------------------------------------------------------------------
 
     async def _pump_stdout(self) -> None:
+        stdout = self._process.stdout
+        assert stdout is not None
         reason: TransportClosed | None = None
         try:
             with self._stdout_scope:
-                reason = await self._read_frames()
+                reason = await self._read_frames(stdout)
+                if reason is not None:
+                    self._inbox.close(reason)
+                    # Keep the pipe empty: a child blocked writing to it would never get
+                    # to notice its stdin closing, and would have to be killed.
+                    while await _read_chunk(stdout):
+                        pass
         finally:
             self._stdout_done.set()
-        if self._stdout_scope.cancelled_caught:
-            return  # the exit watcher gave up waiting for EOF and ends the transport
-        if reason is not None:
-            self._inbox.close(reason)
-            return
+        if self._stdout_scope.cancelled_caught or reason is not None:
+            return  # the transport has ended (here, or by the exit watcher)
         # stdout ended: the server is shutting down; its exit status is the better reason.
         with anyio.move_on_after(_STDOUT_EOF_GRACE):
             await self._exited.wait()
         if not self._exited.is_set():  # else the exit watcher ends it, with the status
             self._inbox.close(TransportClosed(f"{self._command} closed its stdout"))
 
-    async def _read_frames(self) -> TransportClosed | None:
+    async def _read_frames(self, stdout: ByteReceiveStream) -> TransportClosed | None:
         """Queue each stdout line's frames; the reason the stream broke, None at EOF."""
-        stdout = self._process.stdout
-        assert stdout is not None
         splitter = LineSplitter(self._max_frame)
         while chunk := await _read_chunk(stdout):
             for line in splitter.feed(chunk):
@@ -236,16 +239,21 @@ class StdioTransport:
             with anyio.move_on_after(_STDIN_GRACE), contextlib.suppress(Exception):
                 await stdin.aclose()
         for grace, signum in ((_STDIN_GRACE, signal.SIGTERM), (_TERM_GRACE, signal.SIGKILL)):
-            with anyio.move_on_after(grace):
-                await self._exited.wait()
-            if self._exited.is_set():
+            if await self._exit_within(grace):
                 break
             self._signal_group(signum)
         else:
-            with anyio.move_on_after(_KILL_GRACE):
-                await self._exited.wait()
+            await self._exit_within(_KILL_GRACE)
         # Once the leader is gone nobody speaks for the rest of its group: end them too.
         self._signal_group(signal.SIGKILL)
+
+    async def _exit_within(self, seconds: float) -> bool:
+        # Waits on the process itself, not on the exit watcher: when closing runs under
+        # cancellation, the watcher task is already cancelled.
+        with anyio.move_on_after(seconds):
+            await self._process.wait()
+            self._exited.set()
+        return self._exited.is_set()
 
     def _signal_group(self, signum: signal.Signals) -> None:
         # start_new_session made the child a group leader: its pid is the group id. The
