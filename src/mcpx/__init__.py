@@ -1,10 +1,7 @@
 """mcpx: an MCP gateway that speaks every revision in both directions."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("mcpx")
-except PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0.0.0"
+# The one place the version is written (pyproject reads it from here): reading it
+# from the installed metadata costs every CLI start tens of milliseconds.
+__version__ = "0.1.0"
 
 __all__ = ["__version__"]

@@ -17,12 +17,12 @@ import time
 from typing import Any
 
 import click
-import httpx
 
 from mcpx.config import ServerConfig, load_config_file, state_dir
-from mcpx.daemon import DaemonPaths, demo_server, serve
+from mcpx.daemon import DaemonPaths, demo_server
 
 from ._context import Loaded, load_settings, settings_options
+from ._http import Reply, UnixHttp
 
 __all__ = ["DaemonClient", "daemon_commands", "servers_for"]
 
@@ -57,17 +57,15 @@ class DaemonClient:
             return None
         return info if _alive(int(info.get("pid", 0))) else None
 
-    def http(self) -> httpx.Client:
-        transport = httpx.HTTPTransport(uds=str(self.paths.socket))
-        return httpx.Client(transport=transport, base_url="http://mcpx", timeout=None)
+    def http(self) -> UnixHttp:
+        return UnixHttp(str(self.paths.socket))
 
     def healthy(self) -> bool:
         if self.info() is None:
             return False
         try:
-            with self.http() as client:
-                return client.get("/health", timeout=2).status_code == 200
-        except httpx.HTTPError:
+            return self.http().request("GET", "/health", timeout=2).status_code == 200
+        except OSError:
             return False
 
     def ensure(self) -> None:
@@ -97,10 +95,9 @@ class DaemonClient:
             time.sleep(0.05)
         raise click.ClickException(f"the daemon did not come up; see {self.paths.log}")
 
-    def call(self, method: str, path: str, **kw: Any) -> httpx.Response:
+    def call(self, method: str, path: str, **kw: Any) -> Reply:
         self.ensure()
-        with self.http() as client:
-            return client.request(method, path, **kw)
+        return self.http().request(method, path, **kw)
 
     def stop(self) -> int | None:
         info = self.info()
@@ -118,6 +115,8 @@ class DaemonClient:
 @settings_options
 def daemon_command(**params: Any) -> None:
     """Run the daemon in the foreground (the CLI starts it on demand)."""
+    from mcpx.daemon import serve  # the HTTP server, only when serving
+
     loaded = load_settings(params)
     serve(
         loaded.settings,

@@ -14,25 +14,19 @@ import sys
 from typing import Any
 
 import click
-import httpx
-from rich.console import Console
-from rich.table import Table
 
 from mcpx.ops import OPERATIONS, Operation, Param
 
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
+from ._http import Reply
 
 __all__ = ["op_commands"]
 
 _EXIT = {400: 2, 404: 4, 502: 5, 503: 5, 504: 5}
 
 
-def _console() -> Console:
-    return Console(soft_wrap=False)
-
-
-def _fail(response: httpx.Response) -> None:
+def _fail(response: Reply) -> None:
     try:
         error = response.json()["error"]
         message = error["message"]
@@ -74,7 +68,7 @@ def _request(op: Operation, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             query[name] = str(value).lower() if isinstance(value, bool) else value
         else:
             body[name] = value
-    return path, {"params": query} if op.method == "GET" else {"json": body}
+    return path, {"params": query} if op.method == "GET" else {"json_body": body}
 
 
 def _option(param: Param) -> Any:
@@ -146,10 +140,13 @@ def _arguments(
 
 
 def _table(columns: list[str], rows: list[list[str]]) -> None:
+    from rich.console import Console  # only when a table is shown: keeps start-up fast
+    from rich.table import Table
+
     table = Table(*columns, box=None, header_style="bold")
     for row in rows:
         table.add_row(*row)
-    _console().print(table)
+    Console(soft_wrap=False).print(table)
 
 
 def _show(view: str, doc: Any, as_json: bool) -> None:

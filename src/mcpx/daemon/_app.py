@@ -69,8 +69,13 @@ async def _gather(op: Operation, request: Request) -> dict[str, Any]:
     return args
 
 
+_VALIDATORS: dict[str, jsonschema.Draft202012Validator] = {}
+
+
 def _validate(op: Operation, args: dict[str, Any]) -> None:
-    validator = jsonschema.Draft202012Validator(op.input_schema())
+    validator = _VALIDATORS.get(op.name)
+    if validator is None:
+        validator = _VALIDATORS[op.name] = jsonschema.Draft202012Validator(op.input_schema())
     problems = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if problems:
         first = problems[0]

@@ -16,11 +16,9 @@ import json
 import logging
 import os
 import socket
-import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,43 +32,12 @@ from mcpx.ops import Catalogue, OpContext
 from mcpx.pool import open_pool
 
 from ._app import build_app
+from ._paths import DaemonPaths
 
-__all__ = ["DaemonPaths", "demo_server", "serve"]
+__all__ = ["serve"]
 
 log = logging.getLogger("mcpx.daemon")
 upstream_log = logging.getLogger("mcpx.upstream")
-
-
-@dataclass(frozen=True)
-class DaemonPaths:
-    state: Path
-
-    @property
-    def socket(self) -> Path:
-        return self.state / "mcpx.sock"
-
-    @property
-    def info(self) -> Path:
-        return self.state / "daemon.json"
-
-    @property
-    def log(self) -> Path:
-        return self.state / "daemon.log"
-
-    @property
-    def eras(self) -> Path:
-        return self.state / "upstream-eras.json"
-
-    @property
-    def catalogue(self) -> Path:
-        return self.state / "catalogue.json"
-
-
-def demo_server() -> ServerConfig:
-    """The embedded default upstream: mcpx's own bundled demo server."""
-    return ServerConfig(
-        name="demo", transport="stdio", command=sys.executable, args=("-m", "mcpx.demo")
-    )
 
 
 class _JsonLines(logging.Formatter):

@@ -1,11 +1,21 @@
-"""The operations table: every /v1 operation declared once, and what is made from it."""
+"""The operations table: every /v1 operation declared once, and what is made from it.
 
-from ._catalogue import Catalogue, rank_tools
-from ._context import OpContext
+The table and the OpenAPI document import nothing heavy (the CLI builds its
+commands from them at every start); the catalogue and the handler context,
+which bring in the pool and the upstream client, load on first use.
+"""
+
+from typing import TYPE_CHECKING, Any
+
 from ._errors import ERROR_SCHEMA, OpError
 from ._openapi import openapi
 from ._operations import OPERATIONS, by_name
+from ._search import rank_tools
 from ._table import Cli, Operation, Param
+
+if TYPE_CHECKING:
+    from ._catalogue import Catalogue
+    from ._context import OpContext
 
 __all__ = [
     "ERROR_SCHEMA",
@@ -20,3 +30,15 @@ __all__ = [
     "openapi",
     "rank_tools",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Catalogue":
+        from ._catalogue import Catalogue
+
+        return Catalogue
+    if name == "OpContext":
+        from ._context import OpContext
+
+        return OpContext
+    raise AttributeError(name)

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any, TypeVar
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcpx import spec, wire
-from mcpx.client import UpstreamError, UpstreamTimeout
-from mcpx.pool import PoolFull, UnknownServer
 
-from ._catalogue import rank_tools
-from ._context import OpContext
 from ._errors import OpError
+from ._search import rank_tools
 from ._table import Cli, Operation, Param
+
+if TYPE_CHECKING:
+    from ._context import OpContext
+
+# The handlers import the pool, the client and jsonschema when they first run:
+# the CLI reads this table to build its commands and must start fast.
 
 __all__ = ["OPERATIONS", "by_name"]
 
@@ -30,6 +31,9 @@ _TIMEOUT = Param(
 
 async def _upstream(server: str, call: Awaitable[T]) -> T:
     """Translate the pool's and the upstream's failures into /v1 errors, once."""
+    from mcpx.client import UpstreamError, UpstreamTimeout
+    from mcpx.pool import PoolFull, UnknownServer
+
     try:
         return await call
     except UnknownServer as exc:
@@ -121,9 +125,25 @@ async def tools_describe(ctx: OpContext, args: dict[str, Any]) -> Any:
     return {"server": args["server"], **tool}
 
 
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A compiled validator per distinct schema: compiling one per call is most of its cost."""
+    import jsonschema
+
+    key = wire.dumps(schema).decode()
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        if len(_VALIDATORS) > 4096:
+            _VALIDATORS.clear()
+        validator = _VALIDATORS[key] = jsonschema.validators.validator_for(schema)(schema)
+    return validator
+
+
 def _check_arguments(server: str, tool: dict[str, Any], arguments: dict[str, Any]) -> None:
     schema = tool.get("inputSchema") or {"type": "object"}
-    validator = jsonschema.validators.validator_for(schema)(schema)
+    validator = _validator(schema)
     problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if problems:
         first = problems[0]

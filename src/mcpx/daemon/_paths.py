@@ -1,0 +1,46 @@
+"""Where the daemon keeps its files, and the embedded default upstream.
+
+Light on purpose: every CLI command reads these to find the daemon.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcpx.config import ServerConfig
+
+__all__ = ["DaemonPaths", "demo_server"]
+
+
+@dataclass(frozen=True)
+class DaemonPaths:
+    state: Path
+
+    @property
+    def socket(self) -> Path:
+        return self.state / "mcpx.sock"
+
+    @property
+    def info(self) -> Path:
+        return self.state / "daemon.json"
+
+    @property
+    def log(self) -> Path:
+        return self.state / "daemon.log"
+
+    @property
+    def eras(self) -> Path:
+        return self.state / "upstream-eras.json"
+
+    @property
+    def catalogue(self) -> Path:
+        return self.state / "catalogue.json"
+
+
+def demo_server() -> ServerConfig:
+    """The embedded default upstream: mcpx's own bundled demo server."""
+    return ServerConfig(
+        name="demo", transport="stdio", command=sys.executable, args=("-m", "mcpx.demo")
+    )
