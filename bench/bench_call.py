@@ -90,8 +90,12 @@ def mcpx_daemon(servers: dict[str, Any], work: Path) -> Iterator[dict[str, Any]]
         while not (state / "daemon.json").exists():
             time.sleep(0.05)
         info = json.loads((state / "daemon.json").read_text())
-        yield {"socket": str(state / "mcpx.sock"), "pid": info["pid"], "state": state,
-               "config": config}
+        yield {
+            "socket": str(state / "mcpx.sock"),
+            "pid": info["pid"],
+            "state": state,
+            "config": config,
+        }
     finally:
         _stop(proc)
 
@@ -101,7 +105,9 @@ def fastmcp_proxy(work: Path) -> Iterator[str]:
     path = str(work / "fastmcp.sock")
     proc = subprocess.Popen(
         [str(FASTMCP_PY), WORKERS, "fastmcp-proxy", path, "--", *SERVER],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         _wait_socket(path, proc)
@@ -119,8 +125,10 @@ def _rss_kib(pid: int) -> int:
 
 def throughput(n: int, reps: int, work: Path) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
-    with mcpx_daemon({"echo": {"command": SERVER[0], "args": SERVER[1:]}}, work) as d, \
-            fastmcp_proxy(work) as proxy:
+    with (
+        mcpx_daemon({"echo": {"command": SERVER[0], "args": SERVER[1:]}}, work) as d,
+        fastmcp_proxy(work) as proxy,
+    ):
         _run_json([PY, WORKERS, "http", "10", "1", "mcpx", d["socket"]])  # start the instance
         for _rep in range(reps):
             for conc in (1, 8):
@@ -132,12 +140,20 @@ def throughput(n: int, reps: int, work: Path) -> dict[str, list[float]]:
                 for name, argv in runs.items():
                     results.setdefault(f"{name}/{conc}", []).append(_run_json(argv)["rps"])
         first = []
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("MCPX_")},
-               "MCPX_STATE_DIR": str(d["state"]), "MCPX_CONFIG": str(d["config"])}
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("MCPX_")},
+            "MCPX_STATE_DIR": str(d["state"]),
+            "MCPX_CONFIG": str(d["config"]),
+        }
         for _ in range(5):
             started = time.perf_counter()
-            subprocess.run([PY, "-m", "mcpx", "call", "echo", "echo", "text=x"], env=env,
-                           capture_output=True, check=True, timeout=60)
+            subprocess.run(
+                [PY, "-m", "mcpx", "call", "echo", "echo", "text=x"],
+                env=env,
+                capture_output=True,
+                check=True,
+                timeout=60,
+            )
             first.append(time.perf_counter() - started)
         results["cli-first-call"] = first
     return results
@@ -162,13 +178,21 @@ def _run_json_call(sock: str, server: str) -> None:
 
 
 def http_requests_per_call(work: Path, calls: int = 20) -> float:
+    """POSTs mcpx sent a Streamable HTTP upstream per /v1/call, from its own counter."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    log = (work / "http-upstream.log").open("w+")
-    argv = [str(SDK_PY), str(ROOT / "tests" / "fixtures" / "sdk_server.py"),
-            "--transport", "streamable-http", "--port", str(port)]
-    upstream = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    argv = [
+        str(SDK_PY),
+        str(ROOT / "tests" / "fixtures" / "sdk_server.py"),
+        "--transport",
+        "streamable-http",
+        "--port",
+        str(port),
+    ]
+    upstream = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -179,19 +203,20 @@ def http_requests_per_call(work: Path, calls: int = 20) -> float:
         url = f"http://127.0.0.1:{port}/mcp"
         with mcpx_daemon({"remote": {"url": url}}, work / "http") as d:
             _run_json_call(d["socket"], "remote")  # start + catalogue
-            before = _count_posts(log)
+            before = _http_requests(d["socket"])
             for _ in range(calls):
                 _run_json_call(d["socket"], "remote")
-            return (_count_posts(log) - before) / calls
+            return (_http_requests(d["socket"]) - before) / calls
     finally:
         _stop(upstream)
 
 
-def _count_posts(log: Any) -> int:
-    log.flush()
-    time.sleep(0.2)  # let the upstream's access log catch up before counting
-    log.seek(0)
-    return sum(1 for line in log if '"POST /mcp' in line)
+def _http_requests(sock: str) -> int:
+    import httpx
+
+    with httpx.Client(transport=httpx.HTTPTransport(uds=sock), base_url="http://b") as client:
+        servers = client.get("/v1/servers").json()["servers"]
+    return int(servers[0]["instances"][0]["httpRequests"])
 
 
 def main() -> None:
@@ -213,8 +238,10 @@ def main() -> None:
     for name in ("direct", "mcpx", "fastmcp"):
         print(f"{name:<10}{med[name + '/1']:>12.0f}{med[name + '/8']:>14.0f}")
     for conc in (1, 8):
-        print(f"mcpx/fastmcp ({conc}): {med[f'mcpx/{conc}'] / med[f'fastmcp/{conc}']:.2f}x   "
-              f"mcpx/direct ({conc}): {med[f'mcpx/{conc}'] / med[f'direct/{conc}']:.2f}x")
+        print(
+            f"mcpx/fastmcp ({conc}): {med[f'mcpx/{conc}'] / med[f'fastmcp/{conc}']:.2f}x   "
+            f"mcpx/direct ({conc}): {med[f'mcpx/{conc}'] / med[f'direct/{conc}']:.2f}x"
+        )
     print(f"warm first call from a fresh CLI process: {med['cli-first-call']:.3f} s (median of 5)")
     print(f"daemon RSS: {idle / 1024:.1f} MiB idle, {ten / 1024:.1f} MiB with 10 upstreams started")
     print(f"upstream HTTP requests per call (Streamable HTTP upstream): {per_call:.2f}")

@@ -59,11 +59,17 @@ async def _http(n: int, concurrency: int, kind: str, socket: str) -> None:
     import httpx
 
     transport = httpx.AsyncHTTPTransport(uds=socket)
-    async with httpx.AsyncClient(transport=transport, base_url="http://bench", timeout=60) as client:
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://bench", timeout=60
+    ) as client:
 
         async def one(i: int) -> None:
             if kind == "mcpx":
-                body: dict[str, Any] = {"server": "echo", "tool": "echo", "arguments": {"text": f"m{i}"}}
+                body: dict[str, Any] = {
+                    "server": "echo",
+                    "tool": "echo",
+                    "arguments": {"text": f"m{i}"},
+                }
                 response = await client.post("/v1/call", json=body)
             else:
                 headers = {

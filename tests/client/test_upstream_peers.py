@@ -233,3 +233,53 @@ async def test_era_cache_skips_the_probe(tmp_path: Path, sent_frames: FrameLog) 
     # A cached legacy server gets initialize first, and no discover.
     assert second.methods_sent()[0] == "initialize"
     assert "server/discover" not in second.methods_sent()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_subscriptions_listen_acknowledges_first(
+    transport: str, sent_frames: FrameLog
+) -> None:
+    """A 2026-07-28 listen stream: the acknowledgement first, carrying the listen id."""
+    recorder = Recorder()
+    if transport == "stdio":
+        server = stdio_server("modern", sdk_server_command("2.3.0", "stdio"))
+        async with connected(server, recorder, sent_frames) as session:
+            await _listen(session)
+        return
+    port = free_port()
+    with running_server(sdk_server_command("2.3.0", "streamable-http", port), port=port):
+        server = http_server("modern", f"http://127.0.0.1:{port}/mcp")
+        async with connected(server, recorder, sent_frames) as session:
+            await _listen(session)
+
+
+async def _listen(session: Any) -> None:
+    async with session.listen({"toolsListChanged": True}) as stream:
+        first = await stream.receive()
+    assert first["method"] == "notifications/subscriptions/acknowledged"
+    assert first["params"]["notifications"] == {"toolsListChanged": True}
+    assert "io.modelcontextprotocol/subscriptionId" in first["params"]["_meta"]
+    # The session is still good after the stream ends.
+    assert _text(await session.call_tool("add", {"a": 1, "b": 2})) == "3"
+
+
+async def test_a_forgotten_http_session_is_initialized_again(sent_frames: FrameLog) -> None:
+    """Legacy Streamable HTTP: a 404 on a known session (the server restarted)
+    means initialize again, once, and repeat the request."""
+    port = free_port()
+    recorder = Recorder()
+    argv = sdk_server_command("1.23.3", "streamable-http", port)
+    server = http_server("restarting", f"http://127.0.0.1:{port}/mcp")
+    first = running_server(argv, port=port)
+    first.__enter__()
+    try:
+        async with connected(server, recorder, sent_frames) as session:
+            assert _text(await session.call_tool("add", {"a": 1, "b": 1})) == "2"
+            first.__exit__(None, None, None)
+            first = None
+            with running_server(argv, port=port):
+                assert _text(await session.call_tool("add", {"a": 2, "b": 2})) == "4"
+    finally:
+        if first is not None:
+            first.__exit__(None, None, None)
+    assert recorder.methods_sent().count("initialize") == 2

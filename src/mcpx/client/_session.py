@@ -73,6 +73,16 @@ class Negotiated:
         }
 
 
+def _session_gone(cause: BaseException | None) -> bool:
+    """A 404 on a known session, as the spec says; or the 400 "No valid session
+    ID" that the Python SDK's servers answer instead (a recorded reading)."""
+    if not isinstance(cause, HttpStatusError):
+        return False
+    if cause.status == 404:
+        return True
+    return cause.status == 400 and b"session" in cause.body.lower()
+
+
 class Session:
     """Requests to one upstream, spelled for its era."""
 
@@ -280,12 +290,13 @@ class Session:
                 method, params, headers=self._legacy_headers(), timeout=timeout
             )
         except UpstreamError as exc:
-            cause = exc.__cause__
-            if not (self.http and isinstance(cause, HttpStatusError) and cause.status == 404):
+            if not (self.http and _session_gone(exc.__cause__)):
                 raise
+            if hasattr(self.conn.transport, "session_id"):
+                self.conn.transport.session_id = None
         # The server forgot our session (a restart, an expiry): initialize
         # again, once, and repeat the request on the new session.
-        log.info("%s: session expired (HTTP 404); initializing again", self.name)
+        log.info("%s: the server forgot our session; initializing again", self.name)
         source = self.negotiated.source if self.negotiated else "probe"
         await self.initialize(timeout=timeout, source=source)
         reopen = getattr(self.conn.transport, "open_listen_stream", None)

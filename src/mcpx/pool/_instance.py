@@ -138,6 +138,7 @@ class Instance:
             "transport": negotiated.transport if negotiated else self.server.transport,
             "pid": described.get("pid"),
             "url": described.get("url"),
+            "httpRequests": described.get("httpRequests"),
             "uptime": round(time.time() - self.started_at, 3),
             "calls": self.calls,
             "inFlight": self.in_flight,

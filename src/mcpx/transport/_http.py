@@ -89,6 +89,7 @@ class StreamableHttpTransport:
         task_group: TaskGroup,
     ) -> None:
         self._url = url
+        self._requests = 0  # HTTP requests sent: /v1/servers shows it, the bench checks it
         self._headers = dict(headers)
         self._client = client
         self._max_frame = max_frame
@@ -195,7 +196,12 @@ class StreamableHttpTransport:
 
     def describe(self) -> dict[str, Any]:
         """``{"transport": "http", "url": …, "sessionId": …}``."""
-        return {"transport": "http", "url": self._url, "sessionId": self._session_id}
+        return {
+            "transport": "http",
+            "url": self._url,
+            "sessionId": self._session_id,
+            "httpRequests": self._requests,
+        }
 
     # -- exchanges -------------------------------------------------------------------------
 
@@ -226,6 +232,7 @@ class StreamableHttpTransport:
     async def _post(
         self, body: bytes, headers: httpx.Headers, reader: BodyReader, started: Started
     ) -> None:
+        self._requests += 1
         request = self._client.build_request(
             "POST", self._url, content=body, headers=headers, extensions={"trace": started.trace}
         )
