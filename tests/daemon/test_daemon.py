@@ -175,6 +175,13 @@ def test_concurrent_first_calls_start_one_instance(tmp_path: Path) -> None:
         assert codes == [200] * 6
         instances = client.get("/v1/servers").json()["servers"][0]["instances"]
         assert len(instances) == 1 and instances[0]["calls"] == 6
+        # The catalogue is on disk after the first calls.
+        catalogue = d.state / "catalogue.json"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not catalogue.exists():
+            time.sleep(0.05)
+        tools = json.loads(catalogue.read_text())["servers"]["sdk"]["tools"]
+        assert "echo" in {t["name"] for t in tools}
 
 
 def test_idle_instances_are_reaped(tmp_path: Path) -> None:
@@ -235,3 +242,19 @@ def test_cli_starts_and_stops_a_daemon(tmp_path: Path) -> None:
         info = json.loads((d.state / "daemon.json").read_text())
         stopped_again = d.cli("stop")
         assert str(info["pid"]) in stopped_again.stdout
+
+
+def test_a_server_started_by_a_call_is_catalogued(tmp_path: Path) -> None:
+    """prompts/get reaches the pool without listing first: the instance it starts
+    refreshes the catalogue in the background."""
+    with running_daemon(tmp_path, {"sdk": sdk_entry("1.23.3")}) as d, d.http() as client:
+        got = client.post(
+            "/v1/prompts/get", json={"server": "sdk", "name": "greet", "arguments": {"name": "x"}}
+        )
+        assert got.status_code == 200
+        catalogue = d.state / "catalogue.json"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not catalogue.exists():
+            time.sleep(0.05)
+        entry = json.loads(catalogue.read_text())["servers"]["sdk"]
+        assert {p["name"] for p in entry["prompts"]} == {"greet"}

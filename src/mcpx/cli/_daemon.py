@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -97,7 +98,8 @@ class DaemonClient:
 
     def call(self, method: str, path: str, **kw: Any) -> Reply:
         self.ensure()
-        return self.http().request(method, path, **kw)
+        with _Progress(f"{method} {path}"):
+            return self.http().request(method, path, **kw)
 
     def stop(self) -> int | None:
         info = self.info()
@@ -109,6 +111,40 @@ class DaemonClient:
         while time.monotonic() < deadline and _alive(pid):
             time.sleep(0.05)
         return pid
+
+
+class _Progress:
+    """A spinner line on a terminal's stderr while a request takes over a second
+    (starting upstream servers does); nothing when stderr is not a terminal."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> None:
+        if sys.stderr.isatty():
+            self._thread = threading.Thread(target=self._spin, daemon=True)
+            self._thread.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _spin(self) -> None:
+        if self._done.wait(1.0):
+            return
+        frames = "|/-\\"
+        started = time.monotonic()
+        i = 0
+        while not self._done.wait(0.1):
+            elapsed = time.monotonic() - started + 1.0
+            sys.stderr.write(f"\r{frames[i % 4]} {self.what} ({elapsed:.0f}s: starting servers?)")
+            sys.stderr.flush()
+            i += 1
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
 
 
 @click.command("daemon")

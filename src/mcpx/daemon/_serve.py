@@ -140,6 +140,7 @@ def serve(
         cache = EraCache(paths.eras) if settings["upstream.eraCache"] else None
         async with open_pool(servers, settings, cache=cache, hooks=_hooks(catalogues)) as pool:
             catalogue = Catalogue(paths.catalogue, pool)
+            pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
             holder.append(OpContext(pool, catalogue, settings))
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)

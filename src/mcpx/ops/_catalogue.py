@@ -29,6 +29,8 @@ __all__ = ["Catalogue"]
 log = logging.getLogger("mcpx.ops")
 
 _FORMAT = 1
+# A listing this recent is not repeated when an instance starts.
+_FRESH_SECONDS = 5.0
 
 
 class Catalogue:
@@ -60,6 +62,22 @@ class Catalogue:
         for name in names:
             out[name] = await self.entry(name, refresh=refresh)
         return out
+
+    def server_started(self, server: str) -> None:
+        """A fresh instance: list it again in the background, unless just listed."""
+        entry = self._entries.get(server)
+        if entry is not None and time.time() - entry.get("refreshedAt", 0) < _FRESH_SECONDS:
+            return
+        lock = self._locks.get(server)
+        if lock is not None and lock.locked():
+            return  # a listing is under way (it is what started the instance)
+        self.pool.spawn(self._refresh_quietly, server)
+
+    async def _refresh_quietly(self, server: str) -> None:
+        lock = self._locks.setdefault(server, anyio.Lock())
+        async with lock:
+            self._entries[server] = await self._list(server)
+            self._save()
 
     def known(self, server: str) -> dict[str, Any]:
         """The stored entry, without listing anything."""

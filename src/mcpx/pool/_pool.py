@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -62,8 +62,11 @@ class Pool:
         cache: EraCache | None = None,
         hooks: Hooks | None = None,
         handler: QuestionHandler | None = None,
+        on_ready: Callable[[str], None] | None = None,
     ) -> None:
         self.servers = dict(servers)
+        # Told when an instance of a server becomes ready (the catalogue refreshes).
+        self.on_ready = on_ready
         self.settings = settings
         self._tg = tg
         self._cache = cache
@@ -112,7 +115,9 @@ class Pool:
             if not inst.usable:
                 raise UpstreamError(f"{name} could not be started: {inst.error}")
             self._instances[key] = inst
-            return inst
+        if self.on_ready is not None:
+            self.on_ready(name)
+        return inst
 
     async def _make_room(self, name: str) -> None:
         mine = [i for (n, _), i in self._instances.items() if n == name]
@@ -149,6 +154,10 @@ class Pool:
         finally:
             if not inst.usable:
                 self._instances.pop((name, inst.scope_key), None)
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
+        """Run ``fn`` in the pool's task group (owned, ended with the pool)."""
+        self._tg.start_soon(fn, *args)
 
     def instances(self, name: str | None = None) -> list[Instance]:
         return [i for (n, _), i in self._instances.items() if name is None or n == name]
