@@ -67,6 +67,18 @@ def test_call_and_listing(daemon: Daemon) -> None:
         assert servers["modern"]["instances"][0]["era"] == "modern"
         protocol = client.get("/v1/protocol").json()
         assert protocol["spec"]["first"] == "2026-07-28"
+        prompts = client.get("/v1/prompts", params={"server": "sdk"}).json()
+        assert [(p["server"], p["name"]) for p in prompts["prompts"]] == [("sdk", "greet")]
+        resources = client.get("/v1/resources", params={"server": "modern"}).json()["resources"]
+        assert "fixture://static" in {r["uri"] for r in resources}
+        templates = client.get("/v1/resources/templates", params={"server": "sdk"}).json()
+        assert templates["resourceTemplates"][0]["uriTemplate"] == "fixture://item/{id}"
+        read = client.post(
+            "/v1/resources/read", json={"server": "modern", "uri": "fixture://item/3"}
+        )
+        assert read.json()["contents"][0]["text"] == "item 3"
+        everything = client.get("/v1/tools").json()
+        assert {"crash", "hang", "modern", "sdk"} >= {t["server"] for t in everything["tools"]}
 
 
 def test_search_ranks_exact_name_first(daemon: Daemon) -> None:

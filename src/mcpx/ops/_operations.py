@@ -169,13 +169,16 @@ async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
     )
 
 
-async def prompts_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+async def _listing(ctx: OpContext, args: dict[str, Any], key: str, out: str) -> Any:
+    """One kind of catalogued item across servers, each tagged with its server;
+    a server whose listing failed is named under ``errors`` instead."""
     entries = await _catalogued(ctx, args)
-    prompts = [{"server": s, **p} for s, e in entries.items() for p in e.get("prompts") or []]
-    return {
-        "prompts": prompts,
-        "errors": {s: e["error"] for s, e in entries.items() if e.get("error")},
-    }
+    found = [{"server": s, **item} for s, e in entries.items() for item in e.get(key) or []]
+    return {out: found, "errors": {s: e["error"] for s, e in entries.items() if e.get("error")}}
+
+
+async def prompts_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return await _listing(ctx, args, "prompts", "prompts")
 
 
 async def prompts_get(ctx: OpContext, args: dict[str, Any]) -> Any:
@@ -186,18 +189,11 @@ async def prompts_get(ctx: OpContext, args: dict[str, Any]) -> Any:
 
 
 async def resources_list(ctx: OpContext, args: dict[str, Any]) -> Any:
-    entries = await _catalogued(ctx, args)
-    found = [{"server": s, **r} for s, e in entries.items() for r in e.get("resources") or []]
-    return {
-        "resources": found,
-        "errors": {s: e["error"] for s, e in entries.items() if e.get("error")},
-    }
+    return await _listing(ctx, args, "resources", "resources")
 
 
 async def resources_templates(ctx: OpContext, args: dict[str, Any]) -> Any:
-    entries = await _catalogued(ctx, args)
-    found = [{"server": s, **t} for s, e in entries.items() for t in e.get("templates") or []]
-    return {"resourceTemplates": found}
+    return await _listing(ctx, args, "templates", "resourceTemplates")
 
 
 async def resources_read(ctx: OpContext, args: dict[str, Any]) -> Any:
