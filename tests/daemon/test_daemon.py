@@ -7,6 +7,8 @@ import json
 import os
 import signal
 import stat
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -270,3 +272,34 @@ def test_a_server_started_by_a_call_is_catalogued(tmp_path: Path) -> None:
             time.sleep(0.05)
         entry = json.loads(catalogue.read_text())["servers"]["sdk"]
         assert {p["name"] for p in entry["prompts"]} == {"greet"}
+
+
+def test_the_embedded_default_is_a_working_gateway(tmp_path: Path) -> None:
+    """No config anywhere: the daemon starts on the bundled demo server."""
+    home = tmp_path / "empty"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCPX_")}
+    env |= {"MCPX_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+
+    def mcpx(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mcpx", *args],
+            cwd=home,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    try:
+        tools = mcpx("tools", "--json")
+        assert tools.returncode == 0, tools.stderr
+        assert "started the daemon" in tools.stderr
+        assert {("demo", "echo"), ("demo", "slow")} <= {
+            (t["server"], t["name"]) for t in json.loads(tools.stdout)["tools"]
+        }
+        call = mcpx("call", "demo", "add", "a=2", "b=3")
+        assert call.returncode == 0 and call.stdout.strip() == "5"
+    finally:
+        mcpx("stop")

@@ -18,7 +18,16 @@ def cli() -> None:
     """mcpx: many MCP servers, kept warm, offered as one."""
 
 
+@click.command("demo-server")
+def demo_server_command() -> None:
+    """Run the bundled demo MCP server on stdio (the embedded default upstream)."""
+    from mcpx.demo import main as demo_main  # loaded only here: keeps every other start fast
+
+    demo_main()
+
+
 cli.add_command(settings_command)
+cli.add_command(demo_server_command)
 cli.add_command(protocol)
 for command in (*daemon_commands(), *op_commands()):
     cli.add_command(command)

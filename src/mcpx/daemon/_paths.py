@@ -42,5 +42,5 @@ class DaemonPaths:
 def demo_server() -> ServerConfig:
     """The embedded default upstream: mcpx's own bundled demo server."""
     return ServerConfig(
-        name="demo", transport="stdio", command=sys.executable, args=("-m", "mcpx.demo")
+        name="demo", transport="stdio", command=sys.executable, args=("-m", "mcpx", "demo-server")
     )
