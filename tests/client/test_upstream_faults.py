@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcpx import wire
@@ -165,3 +166,27 @@ async def test_offer_follows_the_spec_policy(sent_frames: FrameLog) -> None:
         assert session.revision == "2025-03-26"
     init = next(f for f, _ in recorder.sent if f.get("method") == "initialize")
     assert init["params"]["protocolVersion"] == "2025-03-26"
+
+
+async def test_a_listen_stream_the_server_ends_is_reopened(sent_frames: FrameLog) -> None:
+    recorder = Recorder()
+    async with connected(bad("modern"), recorder, sent_frames) as session:  # noqa: SIM117
+        async with session.listen({"toolsListChanged": True}) as stream:
+            first = await stream.receive()
+            second = await stream.receive()
+    for ack in (first, second):
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+    ids = [a["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] for a in (first, second)]
+    assert ids[0] != ids[1]  # a new request each time
+    assert recorder.methods_sent().count("subscriptions/listen") >= 2
+
+
+async def test_no_reopen_when_asked_not_to(sent_frames: FrameLog) -> None:
+    recorder = Recorder()
+    async with connected(bad("modern"), recorder, sent_frames) as session:  # noqa: SIM117
+        async with session.listen({"toolsListChanged": True}, reopen=False) as stream:
+            first = await stream.receive()
+            with pytest.raises(anyio.EndOfStream):
+                await stream.receive()
+    assert first["method"] == "notifications/subscriptions/acknowledged"
+    assert recorder.methods_sent().count("subscriptions/listen") == 1

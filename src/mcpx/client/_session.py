@@ -48,6 +48,11 @@ _NAME_PARAM: Final = {
     "tasks/cancel": "taskId",
 }
 _MAX_PAGES: Final = 10_000
+# A listen stream the server ends is reopened after a pause that doubles up to
+# the maximum, and starts small again after a stream that lasted a while.
+_REOPEN_FIRST: Final = 0.1
+_REOPEN_MAX: Final = 30.0
+_REOPEN_RESET: Final = 10.0
 
 
 @dataclass
@@ -476,11 +481,13 @@ class Session:
 
     @asynccontextmanager
     async def listen(
-        self, notifications: dict[str, Any], *, buffer: int = 256
+        self, notifications: dict[str, Any], *, reopen: bool = True, buffer: int = 256
     ) -> AsyncIterator[anyio.abc.ObjectReceiveStream[dict[str, Any]]]:
         """A 2026-07-28 ``subscriptions/listen`` stream: the acknowledgement
-        first, then the notifications it agreed to. Leaving the context ends it
-        (closing the stream over HTTP, ``notifications/cancelled`` on stdio).
+        first, then the notifications it agreed to. A stream the server ends is
+        opened again (``reopen``), after a growing pause, each time starting with
+        a new acknowledgement. Leaving the context ends it (closing the stream over
+        HTTP, ``notifications/cancelled`` on stdio).
 
         Raises:
             UpstreamError: the session is not modern.
@@ -488,22 +495,19 @@ class Session:
         if not self.modern:
             raise UpstreamError(f"{self.name} is legacy: it has no subscriptions/listen")
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](buffer)
-        rid = self.conn.reserve_id()
-        self._listeners[rid] = send
-        params = {"notifications": notifications, "_meta": self._meta(None, None)}
-        headers = self._modern_headers("subscriptions/listen", params)
 
         async def hold() -> None:
-            try:
-                result = await self.conn.request(
-                    "subscriptions/listen", params, headers=headers, request_id=rid
-                )
-                await send.send({"method": "result", "params": result})
-            except (UpstreamError, wire.McpError) as exc:
-                log.info("%s: listen stream ended: %s", self.name, exc)
-            finally:
-                self._listeners.pop(rid, None)
-                send.close()
+            pause = _REOPEN_FIRST
+            with send:
+                while True:
+                    opened = anyio.current_time()
+                    await self._listen_once(notifications, send)
+                    if not reopen or self.conn.broken is not None:
+                        return
+                    if anyio.current_time() - opened > _REOPEN_RESET:
+                        pause = _REOPEN_FIRST
+                    await anyio.sleep(pause)
+                    pause = min(pause * 2, _REOPEN_MAX)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(hold)
@@ -512,6 +516,21 @@ class Session:
                     yield receive
             finally:
                 tg.cancel_scope.cancel()
+
+    async def _listen_once(
+        self, notifications: dict[str, Any], send: MemoryObjectSendStream[dict[str, Any]]
+    ) -> None:
+        rid = self.conn.reserve_id()
+        self._listeners[rid] = send
+        params = {"notifications": notifications, "_meta": self._meta(None, None)}
+        headers = self._modern_headers("subscriptions/listen", params)
+        try:
+            await self.conn.request("subscriptions/listen", params, headers=headers, request_id=rid)
+            log.info("%s ended a listen stream", self.name)
+        except (UpstreamError, wire.McpError) as exc:
+            log.info("%s: listen stream ended: %s", self.name, exc)
+        finally:
+            self._listeners.pop(rid, None)
 
 
 OnNotification = Callable[[str, dict[str, Any]], None]
