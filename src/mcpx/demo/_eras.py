@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mcpx import __version__, spec, wire
+from mcpx.config import LOG_LEVELS as CONFIG_LOG_LEVELS
 
 __all__ = [
     "LOG_LEVELS",
@@ -51,16 +52,7 @@ SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
 _MODERN_KEYS: Final = (PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL)
 
 # RFC 5424 severities, least severe first: a level admits itself and everything after it.
-LOG_LEVELS: Final = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
+LOG_LEVELS: Final = CONFIG_LOG_LEVELS
 
 # Error responses without an id (the request's id could not be read) are valid from this
 # revision on; the older schemas require an id and none of them allows null.
