@@ -109,6 +109,7 @@ SCHEMA = {
 }
 
 
+# C-HTTP-26
 def test_param_headers_found_and_mirrored() -> None:
     marked = param_headers(SCHEMA)
     assert [(h.header, h.path) for h in marked] == [
@@ -123,6 +124,7 @@ def test_param_headers_found_and_mirrored() -> None:
     )
 
 
+# C-HTTP-31: invalid x-mcp-header annotations invalidate the tool.
 @pytest.mark.parametrize(
     "schema",
     [

@@ -41,6 +41,7 @@ async def test_exit_mid_call_fails_the_call_naming_status_and_stderr(sent_frames
             await session.call_tool("echo", {"text": "again"})
 
 
+# C-STDIO-10 C-HTTP-17: cancel with notifications/cancelled.
 async def test_hang_times_out_and_cancels_in_band(sent_frames: FrameLog) -> None:
     recorder = Recorder()
     async with connected(bad("hang"), recorder, sent_frames) as session:
@@ -72,6 +73,7 @@ async def test_broken_framing_breaks_the_connection(
             await session.list_tools()
 
 
+# C-STDIO-4 C-STDIO-5
 async def test_stderr_flood_never_blocks(sent_frames: FrameLog) -> None:
     recorder = Recorder()
     async with connected(bad("stderr-flood"), recorder, sent_frames) as session:
@@ -87,6 +89,7 @@ async def test_exit_at_start_is_a_clear_error(sent_frames: FrameLog) -> None:
     assert "status 1" in str(info.value)
 
 
+# C-LC-26: the fallback is not keyed to one error code.
 async def test_exit_on_discover_is_restarted_legacy_only(sent_frames: FrameLog) -> None:
     recorder = Recorder()
     async with connected(bad("exit-on-discover"), recorder, sent_frames) as session:
@@ -98,6 +101,7 @@ async def test_exit_on_discover_is_restarted_legacy_only(sent_frames: FrameLog) 
     assert methods.count("server/discover") == 1  # the restart goes legacy-only
 
 
+# C-LC-22 C-LC-26
 async def test_a_slow_modern_server_is_not_classed_legacy(sent_frames: FrameLog) -> None:
     """No discover answer within the probe timeout: initialize goes out beside it,
     and the discover that settles first still decides."""
