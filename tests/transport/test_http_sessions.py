@@ -25,7 +25,12 @@ async def test_session_id_is_captured_and_sent_back(http: TestServer, client: An
         await receive(t)
         sid = t.session_id
         assert sid is not None and sid in http.sessions
-        assert t.describe() == {"transport": "http", "url": http.url, "sessionId": sid}
+        assert t.describe() == {
+            "transport": "http",
+            "url": http.url,
+            "sessionId": sid,
+            "httpRequests": 1,  # one POST so far: the initialize
+        }
         await t.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         await t.send(request(2), SSE)
         for _ in range(3):
