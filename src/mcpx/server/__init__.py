@@ -1,0 +1,35 @@
+"""The sans-IO core of mcpx's server side: judging, validating and scoping requests.
+
+Nothing here does I/O or imports an async or HTTP library; transports call in with
+frames, header mappings and connection state, and turn the errors raised into replies
+(``McpError.http_status`` gives the 2026-07-28 HTTP status).
+
+Order for one incoming request: ``origin_allowed`` (HTTP, before parsing), ``judge`` the
+revision, ``check_removed``; for 2026-07-28 also ``check_meta`` and, on HTTP,
+``check_headers``; then ``Conn.for_request`` and ``identity_for`` give the state and
+scope it is served under.
+"""
+
+from ._conn import META_CAPABILITIES, META_VERSION, Conn, Push, Subscriptions, Transport
+from ._identity import SESSION_META, identity_for
+from ._modern import NAME_SOURCES, check_headers, check_meta
+from ._origin import origin_allowed
+from ._revision import check_removed, judge, negotiate_initialize
+
+__all__ = [
+    "META_CAPABILITIES",
+    "META_VERSION",
+    "NAME_SOURCES",
+    "SESSION_META",
+    "Conn",
+    "Push",
+    "Subscriptions",
+    "Transport",
+    "check_headers",
+    "check_meta",
+    "check_removed",
+    "identity_for",
+    "judge",
+    "negotiate_initialize",
+    "origin_allowed",
+]
