@@ -8,15 +8,20 @@ Order for one incoming request: ``origin_allowed`` (HTTP, before parsing), ``jud
 revision, ``check_removed``; for 2026-07-28 also ``check_meta`` and, on HTTP,
 ``check_headers``; then ``Conn.for_request`` and ``identity_for`` give the state and
 scope it is served under.
+
+``dispatch`` puts these together for one frame and answers it with the gateway surface
+(``_surface``): it does no I/O itself, only awaits the operations' handlers it is given.
 """
 
 from ._conn import META_CAPABILITIES, META_VERSION, Conn, Push, Subscriptions, Transport
+from ._dispatch import INSTRUCTIONS, dispatch
 from ._identity import SESSION_META, identity_for
 from ._modern import NAME_SOURCES, check_headers, check_meta
 from ._origin import origin_allowed
 from ._revision import check_removed, judge, negotiate_initialize
 
 __all__ = [
+    "INSTRUCTIONS",
     "META_CAPABILITIES",
     "META_VERSION",
     "NAME_SOURCES",
@@ -28,6 +33,7 @@ __all__ = [
     "check_headers",
     "check_meta",
     "check_removed",
+    "dispatch",
     "identity_for",
     "judge",
     "negotiate_initialize",

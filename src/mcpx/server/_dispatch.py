@@ -1,0 +1,238 @@
+"""``dispatch``: one JSON-RPC frame from an MCP host in, the response frame out.
+
+Invariants:
+
+- Every result is built in the newest shape and spelled for the client's revision once,
+  at the end (``downgrade``); a 2026-07-28 result then gets its envelope (``resultType``,
+  serverInfo, cache hints). Nothing before that point knows the client's revision except
+  where a revision decides an error code or the handshake.
+- The revision is judged per frame (``judge``), and a 2026-07-28 request is served under
+  a view built from its own ``_meta`` alone (``Conn.for_request``).
+- A method the revision removed, or one mcpx does not know, is -32601; malformed params
+  are -32602. Every failure is an error frame: nothing raised escapes for a request.
+- Notifications get no answer, whatever happens while handling them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from mcpx import wire
+from mcpx.shapes import downgrade, envelope, server_capabilities
+from mcpx.spec import MODERN
+from mcpx.wire import InvalidParams, InvalidRequest, McpError, MethodNotFound
+
+from . import _surface as surface
+from ._conn import Conn
+from ._modern import check_meta
+from ._revision import check_removed, judge, negotiate_initialize
+
+if TYPE_CHECKING:
+    # Annotations only: the context brings in the pool, the client and anyio.
+    from mcpx.config import Settings
+    from mcpx.ops import OpContext
+
+__all__ = ["INSTRUCTIONS", "dispatch"]
+
+JSON = dict[str, Any]
+
+INSTRUCTIONS: Final = (
+    "mcpx is a gateway to the MCP servers configured on this machine. Find a tool with "
+    "mcpx_search_tools, then run it with mcpx_call (server, tool, arguments); "
+    "mcpx_servers lists the servers. Prompts are named <server>_<prompt>; resources are "
+    "mcpx://<server>/<percent-encoded uri>."
+)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One request being served: its params, the connection view, and the context."""
+
+    method: str
+    params: Mapping[str, Any]
+    conn: Conn
+    ctx: OpContext
+    settings: Settings
+    revision: str
+
+    @property
+    def page_size(self) -> int:
+        return int(self.settings["mcp.pageSize"])
+
+
+async def dispatch(
+    frame: Mapping[str, Any],
+    conn: Conn,
+    ctx: OpContext,
+    *,
+    settings: Settings,
+    header_version: str | None = None,
+) -> JSON | None:
+    """The response to ``frame`` (None for a notification).
+
+    ``header_version`` is the ``MCP-Protocol-Version`` header on HTTP (None on stdio).
+    A legacy ``initialize`` records the handshake on ``conn``.
+    """
+    if "id" not in frame:
+        # initialized needs nothing; cancellation is not wired to running calls yet.
+        return None
+    request_id = frame["id"]
+    try:
+        result = await _answer(frame, conn, ctx, settings, header_version)
+    except McpError as exc:
+        return wire.error(request_id, exc)
+    return wire.result(request_id, result)
+
+
+async def _answer(
+    frame: Mapping[str, Any],
+    conn: Conn,
+    ctx: OpContext,
+    settings: Settings,
+    header_version: str | None,
+) -> JSON:
+    method, params = frame.get("method"), frame.get("params", {})
+    if not isinstance(method, str):
+        raise InvalidRequest("Invalid request: method must be a string")
+    if not isinstance(params, Mapping):
+        raise InvalidParams("Invalid params: params must be an object")
+    policy = settings.policy()
+    rev = judge(frame, conn, transport=conn.transport, header_version=header_version, policy=policy)
+    view = conn
+    if rev in MODERN:
+        check_meta(params)
+        view = conn.for_request(params)
+    check_removed(method, rev)
+    handler = _ROUTES.get(method)
+    if handler is None or (method in _MODERN_ONLY and rev not in MODERN):
+        raise MethodNotFound(f"Method not found: {method}", {"method": method})
+    result = await handler(_Call(method, params, view, ctx, settings, rev))
+    return _spelled(method, result, rev, ctx, settings)
+
+
+def _spelled(method: str, result: JSON, rev: str, ctx: OpContext, settings: Settings) -> JSON:
+    out: JSON = downgrade(method, result, rev, policy=settings.policy())
+    if rev not in MODERN:
+        return out
+    wrapped: JSON = envelope(
+        method,
+        out,
+        server_info=_server_info(ctx),
+        list_max_age_s=float(settings["protoMessages.listMaxAge"]),
+        read_max_age_s=float(settings["protoMessages.readMaxAge"]),
+    )
+    return wrapped
+
+
+def _server_info(ctx: OpContext) -> JSON:
+    return {"name": "mcpx", "version": ctx.version}
+
+
+# -- lifecycle and utilities ---------------------------------------------------
+
+
+async def _initialize(call: _Call) -> JSON:
+    asked = call.params.get("protocolVersion")
+    rev = negotiate_initialize(asked if isinstance(asked, str) else None, call.settings.policy())
+    call.conn.initialize(rev, call.params)
+    return {
+        "protocolVersion": rev,
+        "capabilities": server_capabilities(rev, can_push=call.conn.can_push),
+        "serverInfo": _server_info(call.ctx),
+        "instructions": INSTRUCTIONS,
+    }
+
+
+async def _discover(call: _Call) -> JSON:
+    return {
+        "supportedVersions": [v for v in MODERN if v in call.settings.policy().precedence],
+        "capabilities": server_capabilities(call.revision, can_push=call.conn.can_push),
+        "instructions": INSTRUCTIONS,
+    }
+
+
+async def _empty(call: _Call) -> JSON:
+    return {}
+
+
+async def _set_level(call: _Call) -> JSON:
+    level = call.params.get("level")
+    if not isinstance(level, str):
+        raise InvalidParams("Invalid params: logging/setLevel needs a level (a string)")
+    call.conn.log_level = level
+    return {}
+
+
+async def _subscribe(call: _Call) -> JSON:
+    # Recorded so that updates can be delivered once relaying them exists.
+    call.conn.subscriptions.uris.add(_uri(call))
+    return {}
+
+
+async def _unsubscribe(call: _Call) -> JSON:
+    call.conn.subscriptions.uris.discard(_uri(call))
+    return {}
+
+
+def _uri(call: _Call) -> str:
+    uri = call.params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams(f"Invalid params: {call.method} needs a uri (a string)")
+    return uri
+
+
+# -- the gateway surface -------------------------------------------------------
+
+
+async def _tools_list(call: _Call) -> JSON:
+    return surface.list_tools(call.params, call.page_size)
+
+
+async def _tools_call(call: _Call) -> JSON:
+    return await surface.call_tool(call.ctx, call.params)
+
+
+async def _prompts_list(call: _Call) -> JSON:
+    return await surface.list_prompts(call.ctx, call.params, call.page_size)
+
+
+async def _prompts_get(call: _Call) -> JSON:
+    return await surface.get_prompt(call.ctx, call.params)
+
+
+async def _resources_list(call: _Call) -> JSON:
+    return await surface.list_resources(call.ctx, call.params, call.page_size)
+
+
+async def _templates_list(call: _Call) -> JSON:
+    return await surface.list_templates(call.ctx, call.params, call.page_size)
+
+
+async def _resources_read(call: _Call) -> JSON:
+    return await surface.read_resource(call.ctx, call.params, call.revision)
+
+
+async def _complete(call: _Call) -> JSON:
+    return await surface.complete(call.ctx, call.params, call.revision)
+
+
+_ROUTES: Final[dict[str, Callable[[_Call], Awaitable[JSON]]]] = {
+    "initialize": _initialize,
+    "ping": _empty,
+    "server/discover": _discover,
+    "logging/setLevel": _set_level,
+    "tools/list": _tools_list,
+    "tools/call": _tools_call,
+    "prompts/list": _prompts_list,
+    "prompts/get": _prompts_get,
+    "resources/list": _resources_list,
+    "resources/templates/list": _templates_list,
+    "resources/read": _resources_read,
+    "resources/subscribe": _subscribe,
+    "resources/unsubscribe": _unsubscribe,
+    "completion/complete": _complete,
+}
+# No legacy revision has a DiscoverResult to answer with.
+_MODERN_ONLY: Final = frozenset({"server/discover"})

@@ -1,0 +1,299 @@
+"""The gateway's MCP surface: its tools, and the upstreams' prompts and resources renamed.
+
+Every function here answers one MCP request with a result in the newest shape; the
+dispatcher spells it for the client's revision. Protocol errors are raised as
+``McpError`` (the dispatcher turns them into error frames).
+
+Invariants:
+
+- mcpx's own tools are generated from the operations table (``_TOOL_OPS``): name,
+  description (``op.doc``) and ``inputSchema`` (``op.input_schema()``) all come from the
+  operation, so the CLI, /v1 and MCP cannot drift apart. Their order is fixed.
+- ``mcpx_call``'s result is the upstream's ``CallToolResult`` as it was sent. A failing
+  operation is an ``isError`` result naming the problem, which a model can act on; only a
+  tool mcpx does not have is -32602, since no retry fixes that.
+- Prompts are ``<server>_<prompt>``; resources and templates are ``mcpx://`` URIs
+  (``_uris``). Forwarded results are returned verbatim, except that resource contents
+  name the ``mcpx://`` URI they can be read back with.
+- Lists are paged by ``mcp.pageSize`` with an opaque cursor; a cursor mcpx did not hand
+  out is -32602.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any, Final
+
+import jsonschema
+
+from mcpx.ops import Operation, OpError, by_name
+from mcpx.spec import MODERN
+from mcpx.wire import InternalError, InvalidParams, McpError, ResourceNotFound
+
+from ._uris import gateway_template, gateway_uri, original_uri, split_gateway
+
+if TYPE_CHECKING:
+    # Only for annotations: the context brings in the pool and the client.
+    from mcpx.ops import OpContext
+
+__all__ = [
+    "call_tool",
+    "complete",
+    "gateway_tools",
+    "get_prompt",
+    "list_prompts",
+    "list_resources",
+    "list_templates",
+    "list_tools",
+    "read_resource",
+]
+
+JSON = dict[str, Any]
+
+# Tool name -> operation. Named by what a model does with it, not by the route:
+# tools.list is offered for searching, so that a model sees a handful, not hundreds.
+_TOOL_OPS: Final = {
+    "mcpx_call": "call",
+    "mcpx_servers": "servers.list",
+    "mcpx_search_tools": "tools.list",
+}
+_SEARCH_LIMIT: Final = 10
+_MATCH_KEYS: Final = ("server", "name", "description", "inputSchema")
+
+
+@cache
+def gateway_tools() -> tuple[JSON, ...]:
+    """mcpx's own ``Tool`` objects, newest shape, in a fixed order."""
+    return tuple(
+        {"name": name, "description": op.doc, "inputSchema": op.input_schema()}
+        for name, op in _tool_ops().items()
+    )
+
+
+@cache
+def _tool_ops() -> dict[str, Operation]:
+    return {name: by_name(op) for name, op in _TOOL_OPS.items()}
+
+
+def list_tools(params: Mapping[str, Any], page_size: int) -> JSON:
+    return _page("tools", list(gateway_tools()), params, page_size)
+
+
+async def call_tool(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
+    """Run the operation behind one of mcpx's tools.
+
+    Raises:
+        InvalidParams: no tool of that name.
+    """
+    name = params.get("name")
+    op = _tool_ops().get(name) if isinstance(name, str) else None
+    if op is None:
+        raise InvalidParams(f"no tool named {name!r}; mcpx has: {', '.join(_TOOL_OPS)}")
+    arguments = params.get("arguments")
+    arguments = {} if arguments is None else arguments
+    problem = _argument_problem(op, arguments)
+    if problem is not None:
+        return _error_result(f"invalid arguments for {name}: {problem}")
+    try:
+        out = await op.handler(ctx, dict(arguments))
+    except OpError as exc:
+        return _error_result(f"{exc.code}: {exc.message}")
+    if op.name == "call":
+        result: JSON = out  # the upstream's CallToolResult, as sent
+        return result
+    return _json_result(_search_matches(out) if op.name == "tools.list" else out)
+
+
+def _argument_problem(op: Operation, arguments: object) -> str | None:
+    if not isinstance(arguments, Mapping):
+        return "arguments must be an object"
+    validator = _validator(op.name)
+    problems = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
+    if not problems:
+        return None
+    where = ".".join(map(str, problems[0].absolute_path)) or "(arguments)"
+    return f"{where}: {problems[0].message}"
+
+
+@cache
+def _validator(op_name: str) -> Any:
+    schema = by_name(op_name).input_schema()
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
+def _search_matches(out: JSON) -> JSON:
+    tools = out.get("tools") or []
+    shown = [{k: t[k] for k in _MATCH_KEYS if k in t} for t in tools[:_SEARCH_LIMIT]]
+    return {"tools": shown, "total": len(tools), "errors": out.get("errors") or {}}
+
+
+def _json_result(value: JSON) -> JSON:
+    # The same JSON as text too, as revisions with structuredContent ask; downgrade
+    # then drops structuredContent for revisions that lack it without adding text.
+    text = json.dumps(value, ensure_ascii=False)
+    return {"content": [{"type": "text", "text": text}], "structuredContent": value}
+
+
+def _error_result(message: str) -> JSON:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+# -- prompts -----------------------------------------------------------------
+
+
+async def list_prompts(ctx: OpContext, params: Mapping[str, Any], page_size: int) -> JSON:
+    out = await _run(ctx, "prompts.list", {})
+    items = [_untagged(p, name=f"{p['server']}_{p['name']}") for p in out["prompts"]]
+    return _page("prompts", items, params, page_size)
+
+
+async def get_prompt(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
+    """Forward ``prompts/get`` to the server the name starts with; result verbatim."""
+    name = params.get("name")
+    found = _split_name(name, ctx) if isinstance(name, str) else None
+    if found is None:
+        raise InvalidParams(f"no prompt named {name!r}")
+    args: JSON = {"server": found[0], "name": found[1]}
+    if params.get("arguments"):
+        args["arguments"] = params["arguments"]
+    return await _run(ctx, "prompts.get", args)
+
+
+def _split_name(name: str, ctx: OpContext) -> tuple[str, str] | None:
+    # The first "_" that ends a configured server name: prompt names may hold "_" too.
+    for i, ch in enumerate(name):
+        if ch == "_" and name[:i] in ctx.pool.servers:
+            return name[:i], name[i + 1 :]
+    return None
+
+
+# -- resources ---------------------------------------------------------------
+
+
+async def list_resources(ctx: OpContext, params: Mapping[str, Any], page_size: int) -> JSON:
+    out = await _run(ctx, "resources.list", {})
+    items = [_untagged(r, uri=gateway_uri(r["server"], r["uri"])) for r in out["resources"]]
+    return _page("resources", items, params, page_size)
+
+
+async def list_templates(ctx: OpContext, params: Mapping[str, Any], page_size: int) -> JSON:
+    out = await _run(ctx, "resources.templates", {})
+    items = [
+        _untagged(t, uriTemplate=gateway_template(t["server"], t["uriTemplate"]))
+        for t in out["resourceTemplates"]
+    ]
+    return _page("resourceTemplates", items, params, page_size)
+
+
+async def read_resource(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
+    """Forward ``resources/read`` of an ``mcpx://`` URI to its server."""
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams("resources/read needs a uri (a string)")
+    server, original = await _upstream_uri(ctx, uri, rev)
+    out = await _run(ctx, "resources.read", {"server": server, "uri": original})
+    contents = out.get("contents")
+    if not isinstance(contents, list):
+        return out
+    named = [_renamed_contents(server, c) for c in contents]
+    return {**out, "contents": named}
+
+
+def _renamed_contents(server: str, item: object) -> object:
+    if not isinstance(item, dict) or not isinstance(item.get("uri"), str):
+        return item
+    return {**item, "uri": gateway_uri(server, item["uri"])}
+
+
+async def _upstream_uri(ctx: OpContext, uri: str, rev: str) -> tuple[str, str]:
+    parts = split_gateway(uri)
+    if parts is None or parts[0] not in ctx.pool.servers:
+        raise _not_found(uri, rev)
+    server, rest = parts
+    # A failed listing is recorded in the entry, not raised: the URI then decodes plainly.
+    entry = await ctx.catalogue.entry(server)
+    resources = [r["uri"] for r in entry.get("resources") or [] if "uri" in r]
+    templates = [t["uriTemplate"] for t in entry.get("templates") or [] if "uriTemplate" in t]
+    return server, original_uri(rest, resources=resources, templates=templates)
+
+
+def _not_found(uri: str, rev: str) -> McpError:
+    message = f"no resource at {uri[:200]!r}; mcpx serves mcpx://<server>/<uri>"
+    if rev in MODERN:  # -32002 is retired from 2026-07-28 on (SEP-2164)
+        return InvalidParams(message, {"uri": uri})
+    return ResourceNotFound(message, {"uri": uri})
+
+
+# -- completion ----------------------------------------------------------------
+
+
+async def complete(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
+    """Forward ``completion/complete`` for a prompt or resource ref, mapped back."""
+    ref, argument = params.get("ref"), params.get("argument")
+    if not isinstance(ref, Mapping) or not isinstance(argument, Mapping):
+        raise InvalidParams("completion/complete needs a ref and an argument (objects)")
+    if ref.get("type") == "ref/prompt":
+        name = ref.get("name")
+        found = _split_name(name, ctx) if isinstance(name, str) else None
+        if found is None:
+            raise InvalidParams(f"no prompt named {name!r}")
+        server, upstream_ref = found[0], {**ref, "name": found[1]}
+    elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
+        server, original = await _upstream_uri(ctx, ref["uri"], rev)
+        upstream_ref = {**ref, "uri": original}
+    else:
+        raise InvalidParams("ref.type must be 'ref/prompt' or 'ref/resource'")
+    args = {"server": server, "ref": upstream_ref, "argument": dict(argument)}
+    return await _run(ctx, "complete", args)
+
+
+# -- shared --------------------------------------------------------------------
+
+
+async def _run(ctx: OpContext, op: str, args: JSON) -> JSON:
+    """Run an operation for a forwarded request; its failure is a protocol error."""
+    try:
+        out: JSON = await by_name(op).handler(ctx, args)
+    except OpError as exc:
+        raise _protocol_error(exc) from exc
+    return out
+
+
+def _protocol_error(exc: OpError) -> McpError:
+    upstream = exc.details.get("jsonrpc")
+    if isinstance(upstream, dict):
+        # The upstream's own answer (an unknown prompt, a bad argument): relayed as sent.
+        return McpError.from_error(upstream)
+    if exc.code == "unknown_server":
+        return InvalidParams(exc.message)
+    return InternalError(f"{exc.code}: {exc.message}")
+
+
+def _untagged(item: JSON, **renamed: str) -> JSON:
+    return {**{k: v for k, v in item.items() if k != "server"}, **renamed}
+
+
+def _page(key: str, items: list[JSON], params: Mapping[str, Any], page_size: int) -> JSON:
+    start = _offset(params.get("cursor"), len(items))
+    end = start + page_size
+    out: JSON = {key: items[start:end]}
+    if end < len(items):
+        out["nextCursor"] = base64.urlsafe_b64encode(str(end).encode()).decode()
+    return out
+
+
+def _offset(cursor: object, total: int) -> int:
+    if cursor is None:
+        return 0
+    try:
+        offset = int(base64.urlsafe_b64decode(str(cursor).encode()).decode(), 10)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        offset = -1
+    # Only a page after the first is ever handed out, and only inside the list.
+    if not isinstance(cursor, str) or not 0 < offset < total:
+        raise InvalidParams(f"invalid cursor {cursor!r}: not one mcpx handed out")
+    return offset
