@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from mcpx import wire
 from mcpx.ops import OPERATIONS, OpContext, Operation, OpError, openapi
@@ -100,8 +101,13 @@ def _route(op: Operation, ctx: Callable[[], OpContext]) -> Route:
 def build_app(
     ctx: Callable[[], OpContext],
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
+    *,
+    mcp: ASGIApp | None = None,
 ) -> Starlette:
-    """The daemon's app; ``ctx`` returns the live context once the lifespan made it."""
+    """The daemon's app; ``ctx`` returns the live context once the lifespan made it.
+
+    ``mcp`` is the MCP endpoint, served at ``/mcp`` for every HTTP method.
+    """
     document = openapi(OPERATIONS)
 
     async def openapi_json(request: Request) -> Response:
@@ -123,6 +129,9 @@ def build_app(
 
     routes = [_route(op, ctx) for op in OPERATIONS]
     routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
+    if mcp is not None:
+        # A Route, not a Mount: a Mount would answer "/mcp" with a redirect to "/mcp/".
+        routes.append(Route("/mcp", mcp, name="mcp"))
     return Starlette(
         routes=routes,
         lifespan=lifespan,

@@ -32,6 +32,7 @@ from mcpx.ops import Catalogue, OpContext
 from mcpx.pool import open_pool
 
 from ._app import build_app
+from ._mcp import McpEndpoint
 from ._paths import DaemonPaths
 
 __all__ = ["serve"]
@@ -151,7 +152,9 @@ def serve(
                 # once it has shut down, and the process ends with it.
                 _remove(paths)
 
-    app = build_app(lambda: holder[0], lifespan)
+    # Its own URL is a trusted Origin: a page the daemon served may call /mcp.
+    mcp = McpEndpoint(lambda: holder[0], own=[url])
+    app = build_app(lambda: holder[0], lifespan, mcp=mcp)
     info = {
         "pid": os.getpid(),
         "socket": str(paths.socket),

@@ -1,0 +1,225 @@
+"""The daemon's ``/mcp`` endpoint: MCP over Streamable HTTP, every revision, one URL.
+
+Job: turn HTTP requests into frames for ``server.dispatch`` and its answers back into
+HTTP, with the transport rules of each era around it.
+
+Invariants:
+
+- ``Origin`` is checked on every request before anything is parsed (DNS rebinding):
+  anything but loopback, the daemon's own address and ``transport.allowedOrigins`` is 403.
+- A body with modern ``_meta``, or a 2026-07-28 ``MCP-Protocol-Version`` header, is
+  served statelessly: its headers must agree with its body, it gets a fresh ``Conn``, no
+  session is minted or echoed, and an error's HTTP status follows its code.
+- Legacy: only ``initialize`` mints an ``Mcp-Session-Id``; every other legacy message
+  names a live session (none: 400; unknown or ended: 404). A session's state lives on its
+  own ``Conn`` here, never on the server, so sessions share nothing.
+- GET opens a legacy session's event stream (nothing is pushed yet; comments keep it
+  alive); DELETE ends a session, and its stream with it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from mcpx import wire
+from mcpx.ops import OpContext
+from mcpx.server import META_VERSION, Conn, check_headers, check_meta, dispatch, origin_allowed
+from mcpx.spec import MODERN
+from mcpx.wire import (
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    InvalidRequest,
+    Kind,
+    McpError,
+)
+
+__all__ = ["McpEndpoint"]
+
+_JSON: Final = "application/json"
+
+
+@dataclass
+class _Session:
+    """One legacy session: its connection state, when it was last used, its end."""
+
+    conn: Conn
+    used: float = field(default_factory=time.monotonic)
+    streams: int = 0
+    ended: anyio.Event = field(default_factory=anyio.Event)
+
+
+def _reply(body: object, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(wire.dumps(body), status_code=status, media_type=_JSON, headers=headers)
+
+
+def _refuse(status: int, message: str, request_id: wire.RequestId | None = None) -> Response:
+    # An HTTP-level refusal still carries a JSON-RPC error, so a client can show why.
+    return _reply(wire.error(request_id, InvalidRequest(message)), status)
+
+
+def _modern_meta(frame: Mapping[str, Any]) -> bool:
+    params = frame.get("params")
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    return isinstance(meta, Mapping) and META_VERSION in meta
+
+
+class McpEndpoint:
+    """The ASGI app mounted at ``/mcp``; holds the legacy sessions of one daemon."""
+
+    def __init__(self, ctx: Callable[[], OpContext], *, own: list[str]) -> None:
+        """``ctx`` gives the live context; ``own`` holds the daemon's own origin(s)."""
+        self._ctx = ctx
+        self._own = own
+        self.sessions: dict[str, _Session] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        response = await self._handle(request)
+        await response(scope, receive, send)
+
+    async def _handle(self, request: Request) -> Response:
+        settings = self._ctx().settings
+        allowed = [str(o) for o in settings["transport.allowedOrigins"]]
+        if not origin_allowed(request.headers.get("origin"), own=self._own, allowed=allowed):
+            return _refuse(403, "Forbidden: Origin not allowed")
+        self._prune(float(settings["proto.sessionIdle"]))
+        if request.method == "POST":
+            return await self._post(request)
+        if request.method == "GET":
+            return self._get(request)
+        if request.method == "DELETE":
+            return self._delete(request)
+        return _refuse(405, f"Method not allowed: {request.method}")
+
+    def _prune(self, idle: float) -> None:
+        # Idle sessions are dropped lazily, on the next request; one with an open stream
+        # is in use even when silent.
+        limit = time.monotonic() - idle
+        for sid, session in list(self.sessions.items()):
+            if session.used < limit and not session.streams:
+                self._end(sid)
+
+    def _end(self, sid: str) -> bool:
+        session = self.sessions.pop(sid, None)
+        if session is None:
+            return False
+        session.ended.set()
+        return True
+
+    # -- POST ------------------------------------------------------------------
+
+    async def _post(self, request: Request) -> Response:
+        try:
+            decoded = wire.decode(await request.body(), batch_ok=False)
+        except McpError as exc:
+            return _reply(wire.error(exc.request_id, exc), 400)
+        kind, frame = decoded.messages[0]
+        header_version = request.headers.get(MCP_PROTOCOL_VERSION)
+        if _modern_meta(frame) or header_version in MODERN:
+            return await self._modern(request, kind, frame, header_version)
+        return await self._legacy(request, kind, frame, header_version)
+
+    async def _modern(
+        self, request: Request, kind: Kind, frame: wire.Frame, header_version: str | None
+    ) -> Response:
+        if kind is not Kind.REQUEST:
+            return Response(status_code=202)
+        try:
+            # _meta first: a request without it is -32602 whatever its headers say.
+            check_meta(frame.get("params"))
+            check_headers(request.headers, frame, tool_input_schema=None)
+        except McpError as exc:
+            return _reply(wire.error(frame["id"], exc), exc.http_status)
+        ctx = self._ctx()
+        reply = await dispatch(
+            frame, Conn(transport="http"), ctx, settings=ctx.settings, header_version=header_version
+        )
+        return _answer(reply, modern=True)
+
+    async def _legacy(
+        self, request: Request, kind: Kind, frame: wire.Frame, header_version: str | None
+    ) -> Response:
+        ctx = self._ctx()
+        if kind is Kind.REQUEST and frame.get("method") == "initialize":
+            minted = secrets.token_urlsafe(24)
+            conn = Conn(transport="http", session_id=minted, identity=f"http:{minted}")
+            reply = await dispatch(frame, conn, ctx, settings=ctx.settings)
+            if reply is None or "error" in reply:
+                return _answer(reply, modern=False)  # a failed handshake opens nothing
+            self.sessions[minted] = _Session(conn)
+            return _reply(reply, headers={MCP_SESSION_ID: minted})
+        request_id = frame.get("id") if kind is Kind.REQUEST else None
+        sid = request.headers.get(MCP_SESSION_ID)
+        if sid is None:
+            return _refuse(400, "Bad Request: missing Mcp-Session-Id", request_id)
+        session = self.sessions.get(sid)
+        if session is None:
+            return _refuse(404, "Session not found (unknown or terminated)", request_id)
+        session.used = time.monotonic()
+        if kind is not Kind.REQUEST:
+            # Notifications need no answer; responses to server requests have no
+            # one waiting for them yet, as nothing is sent to a client unasked.
+            return Response(status_code=202)
+        reply = await dispatch(
+            frame, session.conn, ctx, settings=ctx.settings, header_version=header_version
+        )
+        return _answer(reply, modern=False)
+
+    # -- GET and DELETE --------------------------------------------------------
+
+    def _get(self, request: Request) -> Response:
+        sid = request.headers.get(MCP_SESSION_ID)
+        if request.headers.get(MCP_PROTOCOL_VERSION) in MODERN or sid is None:
+            # 2026-07-28 has no standalone stream; without a session there is none to open.
+            return _refuse(405, "Method not allowed: GET needs a legacy session")
+        session = self.sessions.get(sid)
+        if session is None:
+            return _refuse(404, "Session not found (unknown or terminated)")
+        keepalive = float(self._ctx().settings["transport.sseKeepAlive"])
+        return StreamingResponse(
+            self._stream(session, keepalive),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", MCP_SESSION_ID: sid},
+        )
+
+    async def _stream(self, session: _Session, keepalive: float) -> AsyncIterator[bytes]:
+        # Open until the session ends or the client goes away; a write to a closed
+        # connection is how starlette notices the latter, hence the keep-alive comments.
+        session.streams += 1
+        try:
+            yield b": stream open\n\n"
+            while not session.ended.is_set():
+                with anyio.move_on_after(keepalive):
+                    await session.ended.wait()
+                if not session.ended.is_set():
+                    session.used = time.monotonic()
+                    yield b": keepalive\n\n"
+        finally:
+            session.streams -= 1
+
+    def _delete(self, request: Request) -> Response:
+        sid = request.headers.get(MCP_SESSION_ID)
+        if sid is None:
+            return _refuse(400, "Bad Request: missing Mcp-Session-Id")
+        if not self._end(sid):
+            return _refuse(404, "Session not found (unknown or terminated)")
+        return Response(status_code=200)
+
+
+def _answer(reply: wire.Frame | None, *, modern: bool) -> Response:
+    if reply is None:
+        return Response(status_code=202)
+    error = reply.get("error")
+    if modern and isinstance(error, Mapping):
+        # 2026-07-28: the status is a function of the error code (S-HTTP).
+        return _reply(reply, wire.http_status(int(error["code"])))
+    return _reply(reply)
