@@ -179,7 +179,7 @@ def _validator(rev: str, definition: str, strict: bool) -> jsonschema.protocols.
         raise KeyError(f"{rev} defines no {definition}")
     root = {**doc, "$ref": f"#/{_defs_key(doc)}/{definition}"}
     cls = _validator_class(rev)
-    return cls(root, format_checker=cls.FORMAT_CHECKER)  # type: ignore[no-any-return]
+    return cls(root, format_checker=cls.FORMAT_CHECKER)
 
 
 def errors(instance: Any, rev: str, definition: str, *, strict: bool = True) -> list[str]:

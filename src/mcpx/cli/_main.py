@@ -9,6 +9,7 @@ from mcpx import __version__
 from ._daemon import daemon_commands
 from ._ops import op_commands
 from ._protocol import protocol
+from ._serve import serve_command
 from ._settings import settings_command
 
 
@@ -29,6 +30,7 @@ def demo_server_command() -> None:
 cli.add_command(settings_command)
 cli.add_command(demo_server_command)
 cli.add_command(protocol)
+cli.add_command(serve_command)
 for command in (*daemon_commands(), *op_commands()):
     cli.add_command(command)
 

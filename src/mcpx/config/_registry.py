@@ -172,7 +172,7 @@ _SEED: Final[tuple[Setting, ...]] = (
     _duration(
         "transport.stdioDrain",
         "30s",
-        "How long a stdio upstream may take to exit once its input is closed.",
+        "When a stdio host's input ends, how long its requests in flight get to answer.",
     ),
     Setting(
         "transport.allowedOrigins",

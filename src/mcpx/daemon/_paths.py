@@ -23,6 +23,11 @@ class DaemonPaths:
         return self.state / "mcpx.sock"
 
     @property
+    def stdio_socket(self) -> Path:
+        """Raw newline-delimited JSON-RPC, one stdio host per connection (``mcpx serve``)."""
+        return self.state / "mcpx-stdio.sock"
+
+    @property
     def info(self) -> Path:
         return self.state / "daemon.json"
 

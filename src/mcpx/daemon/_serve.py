@@ -2,7 +2,7 @@
 
 Invariants:
 - ``<state>/daemon.json`` (pid, socket, url) exists while the daemon serves,
-  so clients find it; it is removed on a clean exit, with the socket.
+  so clients find it; it is removed on a clean exit, with the sockets.
 - The pool, the catalogue and every upstream live inside the app's lifespan,
   owned by its task group; they end before the daemon does.
 - Logs are JSON lines in ``<state>/daemon.log``, upstream stderr among them,
@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import uvicorn
 from starlette.applications import Starlette
 
@@ -34,6 +35,7 @@ from mcpx.pool import open_pool
 from ._app import build_app
 from ._mcp import McpEndpoint
 from ._paths import DaemonPaths
+from ._stdio_channel import serve_stdio_channel
 
 __all__ = ["serve"]
 
@@ -145,12 +147,16 @@ def serve(
             catalogues.append(catalogue)
             holder.append(OpContext(pool, catalogue, settings))
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)
-            try:
-                yield
-            finally:
-                # Here rather than after serving: uvicorn re-raises the stop signal
-                # once it has shut down, and the process ends with it.
-                _remove(paths)
+            # Inside the pool's context: stdio hosts end before the upstreams they use.
+            async with anyio.create_task_group() as channels:
+                await channels.start(serve_stdio_channel, paths.stdio_socket, lambda: holder[0])
+                try:
+                    yield
+                finally:
+                    channels.cancel_scope.cancel()
+                    # Here rather than after serving: uvicorn re-raises the stop signal
+                    # once it has shut down, and the process ends with it.
+                    _remove(paths)
 
     # Its own URL is a trusted Origin: a page the daemon served may call /mcp.
     mcp = McpEndpoint(lambda: holder[0], own=[url])
@@ -172,6 +178,6 @@ def serve(
 
 
 def _remove(paths: DaemonPaths) -> None:
-    for path in (paths.info, paths.socket):
+    for path in (paths.info, paths.socket, paths.stdio_socket):
         path.unlink(missing_ok=True)
     log.info("stopped")
