@@ -84,7 +84,7 @@ def test_tool_fields_follow_the_matrix(rev: str) -> None:
 
 
 @pytest.mark.parametrize("rev", spec.REVISIONS)
-def test_blocks_are_turned_into_text_not_dropped(rev: str) -> None:
+def test_blocks_are_spelled_another_way_not_dropped(rev: str) -> None:
     src = RICH["tools/call"]["content"]
     full = downgrade("tools/call", RICH["tools/call"], rev)["content"]
     # One block out per block in; the structured JSON may follow as text.
@@ -95,8 +95,11 @@ def test_blocks_are_turned_into_text_not_dropped(rev: str) -> None:
     if has("CallToolResult.content[type=resource_link]", rev):
         assert link["type"] == "resource_link" and link["uri"] == LINK_URI
     else:
-        assert link["type"] == "text"
-        assert LINK_URI in link["text"] and "report.txt" in link["text"]
+        # Before 2025-06-18: an embedded text/plain resource naming the link.
+        assert link["type"] == "resource"
+        assert link["resource"]["uri"] == LINK_URI
+        assert link["resource"]["mimeType"] == "text/plain"
+        assert "report.txt" in link["resource"]["text"]
     if has("CallToolResult.content[type=audio]", rev):
         assert audio["type"] == "audio" and audio["data"] == src[2]["data"]
     else:

@@ -6,9 +6,10 @@ Each function takes one item in the newest shape and returns it spelled for
 object (copy-on-write, see ``_cow``). Which revision defines which field is the
 matrix's answer (``_cow.has``), never a list of revisions written here.
 
-A content block of a type ``rev`` lacks becomes a text block saying what it
-was, so the information survives in the one form every revision reads: a
-resource link keeps its uri and name, audio its media type and size.
+A content block of a type ``rev`` lacks is said another way, so the information
+survives in a form every revision reads: a resource link becomes an embedded
+text/plain resource with its uri that names the link; audio becomes a text block
+with its media type and size.
 """
 
 from __future__ import annotations
@@ -88,9 +89,14 @@ def _audio_text(audio: JSON) -> str:
 
 
 def _as_text(blk: JSON, rev: str) -> JSON:
-    """A block of a type ``rev`` lacks, said in a text block."""
-    text = _link_text(blk) if blk.get("type") == "resource_link" else _audio_text(blk)
-    out: JSON = {"type": "text", "text": text}
+    """A block of a type ``rev`` lacks, said another way: a resource link as an
+    embedded text/plain resource naming the link (so its uri stays a resource uri),
+    audio as a text block saying what was omitted."""
+    if blk.get("type") == "resource_link":
+        embedded = {"uri": blk.get("uri", ""), "mimeType": "text/plain", "text": _link_text(blk)}
+        out: JSON = {"type": "resource", "resource": embedded}
+    else:
+        out = {"type": "text", "text": _audio_text(blk)}
     if isinstance(blk.get("annotations"), dict):
         out["annotations"] = annotations_for(blk["annotations"], rev)
     return out
