@@ -158,3 +158,28 @@ def test_channel_socket_and_batches(daemon: Daemon) -> None:
     first, second = (json.loads(line) for line in data.decode().splitlines())
     assert first["result"]["protocolVersion"] == "2025-03-26"
     assert sorted(f["id"] for f in second) == [2, 3]
+
+
+def test_a_cancelled_request_gets_no_answer(daemon: Daemon, sent_frames: FrameLog) -> None:
+    """notifications/cancelled withdraws a running request (and its upstream call):
+    no answer is sent for it; the others are answered."""
+    slow = {"server": "demo", "tool": "slow", "arguments": {"seconds": 20, "steps": 20}}
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    answers = _serve(
+        daemon,
+        [
+            _request(1, "initialize", init),
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            _request(2, "tools/call", {"name": "mcpx_call", "arguments": slow}),
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}},
+            _request(3, "tools/call", {"name": "mcpx_call", "arguments": ECHO}),
+        ],
+    )
+    assert 2 not in answers
+    assert _text(answers[3]["result"]) == "hi"
+    sent_frames.sent(answers[1], "2025-06-18", answering="initialize")
+    sent_frames.sent(answers[3], "2025-06-18", answering="tools/call")

@@ -89,6 +89,8 @@ class _Channel:
         self.ctx = ctx
         self.identity = _peer(stream)
         self._out: MemoryObjectSendStream[bytes] | None = None
+        # Requests being answered, by id: notifications/cancelled cancels one.
+        self._running: dict[wire.RequestId, anyio.CancelScope] = {}
         self.conn = Conn(transport="stdio", push=self._push, identity=self.identity)
 
     async def run(self) -> None:
@@ -141,8 +143,13 @@ class _Channel:
             requests.start_soon(self._batch, decoded)
             return
         kind, frame = decoded.messages[0]
+        if kind is Kind.NOTIFICATION and frame.get("method") == "notifications/cancelled":
+            self._cancel(frame.get("params") or {})
         if kind is Kind.REQUEST and frame.get("method") != "initialize":
-            requests.start_soon(self._request, frame)
+            # Registered before the task runs, so a cancel on the next line finds it.
+            scope = anyio.CancelScope()
+            self._running[frame["id"]] = scope
+            requests.start_soon(self._request, frame, scope)
         elif kind in (Kind.REQUEST, Kind.NOTIFICATION):
             await self._request(frame)
         # Results and errors answer server requests; none are sent unasked yet.
@@ -156,9 +163,24 @@ class _Channel:
                 return None
             return wire.error(frame["id"], wire.InternalError(f"internal error: {exc}"))
 
-    async def _request(self, frame: wire.Frame) -> None:
-        reply = await self._answer(frame)
-        if reply is not None:
+    def _cancel(self, params: dict[str, Any]) -> None:
+        """The host withdrew a request: its handler is cancelled (which cancels the
+        upstream call in turn) and no answer is sent. Unknown ids are ignored."""
+        scope = self._running.get(params.get("requestId"))  # type: ignore[arg-type]
+        if scope is not None:
+            scope.cancel()
+
+    async def _request(self, frame: wire.Frame, scope: anyio.CancelScope | None = None) -> None:
+        rid = frame.get("id")
+        reply: wire.Frame | None = None
+        scope = scope or anyio.CancelScope()
+        with scope:
+            try:
+                reply = await self._answer(frame)
+            finally:
+                if rid is not None and self._running.get(rid) is scope:
+                    del self._running[rid]
+        if reply is not None and not scope.cancelled_caught:
             self._emit(reply)
 
     async def _batch(self, decoded: wire.Decoded) -> None:
