@@ -39,14 +39,6 @@ CLIENT_INFO: Final = {"name": "mcpx", "version": __version__}
 MODERN_ERRORS: Final = frozenset({-32020, -32021, -32022})
 # The only methods a server may answer with input_required.
 ASKING_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-_NAME_PARAM: Final = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 _MAX_PAGES: Final = 10_000
 # A listen stream the server ends is reopened after a pause that doubles up to
 # the maximum, and starts small again after a stream that lasted a while.
@@ -357,7 +349,7 @@ class Session:
         if not self.http:
             return {}
         headers = {wire.MCP_PROTOCOL_VERSION: self.revision, wire.MCP_METHOD: method}
-        key = _NAME_PARAM.get(method)
+        key = wire.MCP_NAME_SOURCES.get(method)
         if key is not None and isinstance(params.get(key), str):
             headers[wire.MCP_NAME] = wire.encode_header_value(params[key])
         if method == "tools/call":

@@ -24,6 +24,7 @@ from mcpx.shapes import InvalidHeaderAnnotation, ParamHeader, param_headers
 from mcpx.wire import (
     MCP_METHOD,
     MCP_NAME,
+    MCP_NAME_SOURCES,
     MCP_PROTOCOL_VERSION,
     HeaderMismatch,
     InvalidParams,
@@ -34,15 +35,8 @@ from ._conn import META_CAPABILITIES, META_VERSION
 
 __all__ = ["NAME_SOURCES", "check_headers", "check_meta"]
 
-# Which body field Mcp-Name mirrors, per method (the tasks extension adds taskId).
-NAME_SOURCES: Final[Mapping[str, str]] = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
+# Which body field Mcp-Name mirrors, per method: the one table in wire.
+NAME_SOURCES: Final[Mapping[str, str]] = MCP_NAME_SOURCES
 # A JSON number, as a header would spell one; Decimal alone would also take "4_2" or "NaN".
 _NUMBER: Final = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final
 
 from ._errors import HeaderMismatch, InvalidParams, json_type
@@ -23,6 +25,7 @@ __all__ = [
     "LAST_EVENT_ID",
     "MCP_METHOD",
     "MCP_NAME",
+    "MCP_NAME_SOURCES",
     "MCP_PARAM_PREFIX",
     "MCP_PROTOCOL_VERSION",
     "MCP_SESSION_ID",
@@ -38,6 +41,19 @@ MCP_METHOD: Final = "Mcp-Method"
 MCP_NAME: Final = "Mcp-Name"
 MCP_PARAM_PREFIX: Final = "Mcp-Param-"
 LAST_EVENT_ID: Final = "Last-Event-ID"
+
+# Which body field ``Mcp-Name`` mirrors, per method (the tasks extension adds taskId).
+# Client and server both read it: one table, so the two sides cannot disagree.
+MCP_NAME_SOURCES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "tools/call": "name",
+        "prompts/get": "name",
+        "resources/read": "uri",
+        "tasks/get": "taskId",
+        "tasks/update": "taskId",
+        "tasks/cancel": "taskId",
+    }
+)
 
 # The markers are case-sensitive and lowercase.
 _PREFIX: Final = "=?base64?"
