@@ -187,6 +187,7 @@ SEEDED: list[tuple[str, object]] = [
     ("daemon.port", 0),
     ("daemon.address", "127.0.0.1"),
     ("log.level", "info"),
+    ("log.frames", ""),
 ]
 
 

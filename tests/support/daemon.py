@@ -18,6 +18,10 @@ from typing import Any
 import httpx
 
 from .peers import bad_server_command, sdk_server_command
+from .schemas import frame_errors
+
+# The revision a frame sent before any revision was judged (an HTTP refusal) is held to.
+_UNJUDGED = "2025-11-25"
 
 
 def sdk_entry(version: str = "1.23.3") -> dict[str, Any]:
@@ -58,6 +62,26 @@ class Daemon:
             check=False,
         )
 
+    @property
+    def frames_path(self) -> Path:
+        return self.state.parent / "frames.jsonl"
+
+    def sent_frames(self) -> list[dict[str, Any]]:
+        """Every frame the daemon sent a host (its log.frames trace), in order."""
+        if not self.frames_path.exists():
+            return []
+        text = self.frames_path.read_text()
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def frame_problems(self) -> list[str]:
+        """How each traced frame fails its revision's schema (strict)."""
+        out = []
+        for i, line in enumerate(self.sent_frames()):
+            rev = line["rev"] or _UNJUDGED
+            for p in frame_errors(line["frame"], rev, sender="server", answering=line["answering"]):
+                out.append(f"frame {i} ({rev}, answering {line['answering']}): {p}\n  {line}")
+        return out
+
     def log_lines(self) -> list[dict[str, Any]]:
         path = self.state / "daemon.log"
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -90,14 +114,19 @@ def running_daemon(
     home.mkdir(exist_ok=True)
     state = tmp / "state"
     config = home / ".mcpx.json"
-    config.write_text(json.dumps({"mcpServers": dict(servers), "settings": dict(settings or {})}))
+    # Every frame the daemon sends a host is traced and checked strictly when it stops.
+    traced = {"log.frames": str(tmp / "frames.jsonl"), **(settings or {})}
+    config.write_text(json.dumps({"mcpServers": dict(servers), "settings": traced}))
     env = {k: v for k, v in os.environ.items() if not k.startswith("MCPX_")}
     argv = [sys.executable, "-m", "mcpx", "daemon", "--state-dir", str(state)]
     argv += ["--config", str(config), "--port", "0", "--address", "127.0.0.1"]
     proc = subprocess.Popen(argv, cwd=home, env=env, start_new_session=True)
     try:
         info = _wait_up(proc, state / "daemon.json")
-        yield Daemon(home, state, config, proc, info)
+        daemon = Daemon(home, state, config, proc, info)
+        yield daemon
+        problems = daemon.frame_problems()
+        assert not problems, "frames the daemon sent are invalid:\n" + "\n".join(problems[:20])
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

@@ -211,6 +211,13 @@ _SEED: Final[tuple[Setting, ...]] = (
         "Least severe MCP logging level that is logged.",
     ),
     Setting(
+        "log.frames",
+        StringKind(allow_empty=True),
+        "",
+        "File the daemon appends every MCP frame it sends a host to, as JSON lines "
+        "(revision, frame); empty: off. For debugging and the test suite's schema sweep.",
+    ),
+    Setting(
         "state.dir",
         StringKind(allow_empty=False),
         # Computed when settings are resolved: platformdirs reads the environment

@@ -66,6 +66,15 @@ def _refuse(status: int, message: str, request_id: wire.RequestId | None = None)
     return _reply(wire.error(request_id, InvalidRequest(message)), status)
 
 
+def _traced(ctx: OpContext, rev: str | None, response: Response) -> Response:
+    # Refusals made before dispatch ran still reach log.frames (dispatch traces its own).
+    if ctx.trace is not None and response.body:
+        frame = wire.loads(bytes(response.body))
+        if isinstance(frame, Mapping):
+            ctx.trace(rev, frame, None)
+    return response
+
+
 def _modern_meta(frame: Mapping[str, Any]) -> bool:
     params = frame.get("params")
     meta = params.get("_meta") if isinstance(params, Mapping) else None
@@ -90,7 +99,7 @@ class McpEndpoint:
         settings = self._ctx().settings
         allowed = [str(o) for o in settings["transport.allowedOrigins"]]
         if not origin_allowed(request.headers.get("origin"), own=self._own, allowed=allowed):
-            return _refuse(403, "Forbidden: Origin not allowed")
+            return self._refused(403, "Forbidden: Origin not allowed")
         self._prune(float(settings["proto.sessionIdle"]))
         if request.method == "POST":
             return await self._post(request)
@@ -98,7 +107,12 @@ class McpEndpoint:
             return self._get(request)
         if request.method == "DELETE":
             return self._delete(request)
-        return _refuse(405, f"Method not allowed: {request.method}")
+        return self._refused(405, f"Method not allowed: {request.method}")
+
+    def _refused(
+        self, status: int, message: str, request_id: wire.RequestId | None = None
+    ) -> Response:
+        return _traced(self._ctx(), None, _refuse(status, message, request_id))
 
     def _prune(self, idle: float) -> None:
         # Idle sessions are dropped lazily, on the next request; one with an open stream
@@ -121,7 +135,7 @@ class McpEndpoint:
         try:
             decoded = wire.decode(await request.body(), batch_ok=False)
         except McpError as exc:
-            return _reply(wire.error(exc.request_id, exc), 400)
+            return _traced(self._ctx(), None, _reply(wire.error(exc.request_id, exc), 400))
         kind, frame = decoded.messages[0]
         header_version = request.headers.get(MCP_PROTOCOL_VERSION)
         if _modern_meta(frame) or header_version in MODERN:
@@ -138,7 +152,8 @@ class McpEndpoint:
             check_meta(frame.get("params"))
             check_headers(request.headers, frame, tool_input_schema=None)
         except McpError as exc:
-            return _reply(wire.error(frame["id"], exc), exc.http_status)
+            error = _reply(wire.error(frame["id"], exc), exc.http_status)
+            return _traced(self._ctx(), MODERN[0], error)
         ctx = self._ctx()
         reply = await dispatch(
             frame, Conn(transport="http"), ctx, settings=ctx.settings, header_version=header_version
@@ -160,10 +175,10 @@ class McpEndpoint:
         request_id = frame.get("id") if kind is Kind.REQUEST else None
         sid = request.headers.get(MCP_SESSION_ID)
         if sid is None:
-            return _refuse(400, "Bad Request: missing Mcp-Session-Id", request_id)
+            return self._refused(400, "Bad Request: missing Mcp-Session-Id", request_id)
         session = self.sessions.get(sid)
         if session is None:
-            return _refuse(404, "Session not found (unknown or terminated)", request_id)
+            return self._refused(404, "Session not found (unknown or terminated)", request_id)
         session.used = time.monotonic()
         if kind is not Kind.REQUEST:
             # Notifications need no answer; responses to server requests have no
@@ -180,10 +195,10 @@ class McpEndpoint:
         sid = request.headers.get(MCP_SESSION_ID)
         if request.headers.get(MCP_PROTOCOL_VERSION) in MODERN or sid is None:
             # 2026-07-28 has no standalone stream; without a session there is none to open.
-            return _refuse(405, "Method not allowed: GET needs a legacy session")
+            return self._refused(405, "Method not allowed: GET needs a legacy session")
         session = self.sessions.get(sid)
         if session is None:
-            return _refuse(404, "Session not found (unknown or terminated)")
+            return self._refused(404, "Session not found (unknown or terminated)")
         keepalive = float(self._ctx().settings["transport.sseKeepAlive"])
         return StreamingResponse(
             self._stream(session, keepalive),
@@ -209,9 +224,9 @@ class McpEndpoint:
     def _delete(self, request: Request) -> Response:
         sid = request.headers.get(MCP_SESSION_ID)
         if sid is None:
-            return _refuse(400, "Bad Request: missing Mcp-Session-Id")
+            return self._refused(400, "Bad Request: missing Mcp-Session-Id")
         if not self._end(sid):
-            return _refuse(404, "Session not found (unknown or terminated)")
+            return self._refused(404, "Session not found (unknown or terminated)")
         return Response(status_code=200)
 
 

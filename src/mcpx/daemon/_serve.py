@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ import anyio
 import uvicorn
 from starlette.applications import Starlette
 
-from mcpx import __version__
+from mcpx import __version__, wire
 from mcpx.client import EraCache, Hooks
 from mcpx.config import ServerConfig, Settings
 from mcpx.ops import Catalogue, OpContext
@@ -115,6 +115,22 @@ def _hooks(catalogue: list[Catalogue]) -> Hooks:
     return Hooks(on_stderr=on_stderr, on_event=on_event, on_notification=on_notification)
 
 
+def _frame_trace(
+    settings: Settings,
+) -> Callable[[str | None, Mapping[str, Any], str | None], None] | None:
+    path = str(settings["log.frames"])
+    if not path:
+        return None
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def trace(rev: str | None, frame: Mapping[str, Any], answering: str | None) -> None:
+        # One write per line, O_APPEND: lines from concurrent requests never interleave.
+        line = {"rev": rev, "answering": answering, "frame": frame}
+        os.write(fd, wire.dumps(line) + b"\n")
+
+    return trace
+
+
 def serve(
     settings: Settings,
     servers: Mapping[str, ServerConfig],
@@ -145,7 +161,7 @@ def serve(
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
-            holder.append(OpContext(pool, catalogue, settings))
+            holder.append(OpContext(pool, catalogue, settings, trace=_frame_trace(settings)))
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)
             # Inside the pool's context: stdio hosts end before the upstreams they use.
             async with anyio.create_task_group() as channels:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,9 @@ class OpContext:
     pid: int = field(default_factory=os.getpid)
     started: float = field(default_factory=time.time)
     extra: dict[str, Any] = field(default_factory=dict)
+    # Sees every frame the server side sends a host: the revision it was spelled for
+    # (None when none was judged yet), the frame, the method a result answers.
+    trace: Callable[[str | None, Mapping[str, Any], str | None], None] | None = None
 
     def uptime(self) -> float:
         return round(time.time() - self.started, 3)

@@ -76,14 +76,21 @@ async def dispatch(
     A legacy ``initialize`` records the handshake on ``conn``.
     """
     if "id" not in frame:
-        # initialized needs nothing; cancellation is not wired to running calls yet.
+        # initialized needs nothing; cancelled is handled by the transport that runs
+        # the request, as only it can stop it.
         return None
     request_id = frame["id"]
+    judged: list[str] = []
     try:
-        result = await _answer(frame, conn, ctx, settings, header_version)
+        result = await _answer(frame, conn, ctx, settings, header_version, judged)
+        reply = wire.result(request_id, result)
     except McpError as exc:
-        return wire.error(request_id, exc)
-    return wire.result(request_id, result)
+        reply = wire.error(request_id, exc)
+    if ctx.trace is not None:
+        method = frame.get("method")
+        answering = method if isinstance(method, str) else None
+        ctx.trace(judged[0] if judged else conn.revision, reply, answering)
+    return reply
 
 
 async def _answer(
@@ -92,6 +99,7 @@ async def _answer(
     ctx: OpContext,
     settings: Settings,
     header_version: str | None,
+    judged: list[str],
 ) -> JSON:
     method, params = frame.get("method"), frame.get("params", {})
     if not isinstance(method, str):
@@ -100,6 +108,7 @@ async def _answer(
         raise InvalidParams("Invalid params: params must be an object")
     policy = settings.policy()
     rev = judge(frame, conn, transport=conn.transport, header_version=header_version, policy=policy)
+    judged.append(rev)
     view = conn
     if rev in MODERN:
         check_meta(params)
