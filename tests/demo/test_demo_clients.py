@@ -43,7 +43,7 @@ def test_official_sdk_clients(release: str, mode: str, revision: str) -> None:
     got: dict[str, Any] = json.loads(done.stdout)
     assert got["protocolVersion"] == revision
     assert got["serverName"] == "mcpx-demo"
-    assert got["tools"] == ["echo", "add", "slow", "now"]
+    assert got["tools"] == ["echo", "add", "slow", "readme", "now"]
     assert got["add"] == "5"
     structured = spec.defined("field", "CallToolResult.structuredContent", revision)
     assert got["structured"] == ({"sum": 5} if structured else None)
@@ -77,7 +77,13 @@ async def test_mcpx_client(
         negotiated = session.negotiated
         assert (negotiated.era.value, negotiated.revision) == (era, revision)
         assert negotiated.server_info["name"] == "mcpx-demo"
-        assert [t["name"] for t in await session.list_tools()] == ["echo", "add", "slow", "now"]
+        assert [t["name"] for t in await session.list_tools()] == [
+            "echo",
+            "add",
+            "slow",
+            "readme",
+            "now",
+        ]
         assert _text(await session.call_tool("add", {"a": 20, "b": 22})) == "42"
         assert "Ada" in json.dumps(await session.get_prompt("hello", {"name": "Ada"}))
         read = await session.read_resource("demo://greeting/Grace")

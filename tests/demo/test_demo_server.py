@@ -65,7 +65,7 @@ def test_tools_list(peer: DemoPeer, rev: str) -> None:
     result = peer.result("tools/list")
     envelope(result, rev, (60_000, "public"))
     tools = {tool["name"]: tool for tool in result["tools"]}
-    assert list(tools) == ["echo", "add", "slow", "now"]
+    assert list(tools) == ["echo", "add", "slow", "readme", "now"]
     for tool in tools.values():
         assert tool["inputSchema"]["type"] == "object"
         assert ("title" in tool) == spec.defined("field", "Tool.title", rev)

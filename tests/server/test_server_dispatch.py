@@ -240,3 +240,45 @@ async def test_legacy_utilities(legacy: str, sent_frames: FrameLog) -> None:
         assert discover["error"]["code"] == -32601
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         assert await dispatch(note, peer.conn, peer.ctx, settings=peer.config) is None
+
+
+async def test_completion_from_the_catalogue_when_undeclared(sent_frames: FrameLog) -> None:
+    # mcp 1.2.1 predates completions: it declares none and would answer -32601 if asked.
+    from support.peers import sdk_server_command
+
+    argv = sdk_server_command("1.2.1", "stdio")
+    old = ServerConfig(name="old", transport="stdio", command=argv[0], args=tuple(argv[1:]))
+    config = settings()
+    async with open_pool({"demo": DEMO, "old": old}, config) as pool:
+        ctx = OpContext(pool, Catalogue(None, pool), config)
+        peer = Host(ctx, config, "2025-11-25", sent_frames)
+        await peer.start()
+        template = "mcpx://old/fixture%3A%2F%2Fitem%2F{id}"
+        params = {"ref": {"type": "ref/resource", "uri": template}, "argument": {"name": "id"}}
+        params["argument"]["value"] = ""
+        done = await peer.result("completion/complete", params)
+        assert done["completion"] == {"values": [], "total": 0, "hasMore": False}
+        assert done["_meta"]["dev.mcpx/source"] == "cache"
+        assert "old did not declare completions" in done["_meta"]["dev.mcpx/reason"]
+        # The demo declares completions: asked, and its answer carries no cache tag.
+        ref = {"type": "ref/prompt", "name": "demo_hello"}
+        done = await peer.result(
+            "completion/complete", {"ref": ref, "argument": {"name": "name", "value": "A"}}
+        )
+        assert done["completion"]["values"] == ["Ada", "Alan"]
+        assert "_meta" not in done
+
+
+async def test_resource_uris_in_call_results_read_back(rev: str, sent_frames: FrameLog) -> None:
+    async with host(rev, sent_frames) as peer:
+        args = {"server": "demo", "tool": "readme", "arguments": {}}
+        done = await peer.result("tools/call", {"name": "mcpx_call", "arguments": args})
+        embedded = [b for b in done["content"] if b["type"] == "resource"]
+        assert {b["resource"]["uri"] for b in embedded} == {README}
+        links = [b for b in done["content"] if b["type"] == "resource_link"]
+        if spec.at_or_after(rev, "2025-06-18"):
+            assert [b["uri"] for b in links] == [README]
+        else:  # spelled down to an embedded resource naming the link, still readable
+            assert not links
+        read = await peer.result("resources/read", {"uri": README})
+        assert read["contents"][0]["text"] == embedded[-1]["resource"]["text"]

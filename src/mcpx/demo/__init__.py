@@ -9,7 +9,7 @@ statelessly as 2026-07-28, on the same process.
 Modules, one job each:
 
 - ``_eras``: which revision a request is served as; the 2026-07-28 result envelope.
-- ``_tools``: the tools (echo, add, slow, now), listed and called per revision.
+- ``_tools``: the tools (echo, add, slow, readme, now), listed and called per revision.
 - ``_catalog``: the prompt, resources, resource template and completions.
 - ``_server``: dispatch of one request to one response frame.
 - ``_stdio``: newline-delimited JSON-RPC over byte streams, concurrency, cancellation, EOF.

@@ -1,4 +1,4 @@
-"""The demo server's tools (echo, add, slow, now): how each is listed and what it does.
+"""The demo server's tools (echo, add, slow, readme, now): how each is listed and what it does.
 
 Invariants:
 
@@ -22,6 +22,8 @@ from typing import Any, Final, Protocol
 import anyio
 
 from mcpx import spec, wire
+
+from ._catalog import README, README_URI
 
 __all__ = ["TOOLS", "Reporter", "argument_problem", "call_tool", "list_tools"]
 
@@ -117,6 +119,15 @@ async def _slow(args: dict[str, Any], revision: str, reporter: Reporter) -> dict
     return text_result(done)
 
 
+async def _readme(args: dict[str, Any], revision: str, reporter: Reporter) -> dict[str, Any]:
+    embedded = {"uri": README_URI, "mimeType": "text/markdown", "text": README}
+    content: list[dict[str, Any]] = [{"type": "resource", "resource": embedded}]
+    if spec.defined("field", "CallToolResult.content[type=resource_link]", revision):
+        link = {"type": "resource_link", "uri": README_URI, "name": "readme"}
+        content.insert(0, {**link, "mimeType": "text/markdown"})
+    return {"content": content}
+
+
 async def _now(args: dict[str, Any], revision: str, reporter: Reporter) -> dict[str, Any]:
     stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return text_result(stamp)
@@ -173,6 +184,16 @@ TOOLS: Final = (
         ("seconds",),
         {**_READ_ONLY, "idempotentHint": True},
         _slow,
+    ),
+    Tool(
+        "readme",
+        "Readme",
+        "Point to the demo's readme: a link to the resource (where the revision has links) "
+        "and its text embedded.",
+        {},
+        (),
+        {**_READ_ONLY, "idempotentHint": True},
+        _readme,
     ),
     Tool(
         "now",

@@ -98,6 +98,7 @@ class Catalogue:
             entry["era"] = session.negotiated.era.value
             entry["revision"] = session.negotiated.revision
             entry["serverInfo"] = session.negotiated.server_info
+            entry["capabilities"] = caps
             entry["tools"] = await session.list_tools(timeout=budget) if "tools" in caps else []
             entry["prompts"] = (
                 await session.list_prompts(timeout=budget) if "prompts" in caps else []

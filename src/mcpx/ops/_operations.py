@@ -204,10 +204,15 @@ async def resources_read(ctx: OpContext, args: dict[str, Any]) -> Any:
 
 
 async def complete(ctx: OpContext, args: dict[str, Any]) -> Any:
+    from ._completion import declares_completions, from_catalogue
+
+    server = args["server"]
+    entry = await _upstream(server, ctx.catalogue.entry(server))
+    if not declares_completions(entry):
+        return from_catalogue(server, entry, args["ref"], args["argument"])
     params = {"ref": args["ref"], "argument": args["argument"]}
-    return await _upstream(
-        args["server"], ctx.pool.request(args["server"], "completion/complete", params)
-    )
+    out = await _upstream(server, ctx.pool.request(server, "completion/complete", params))
+    return {**out, "source": "server"}
 
 
 _OBJ = {"type": "object"}
@@ -325,7 +330,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "complete",
         "POST",
         "/v1/complete",
-        "Argument completion from the server",
+        "Argument completion: from the server, or from mcpx's catalogue (source says which)",
         complete,
         params=(
             _SERVER,

@@ -14,7 +14,8 @@ Invariants:
   tool mcpx does not have is -32602, since no retry fixes that.
 - Prompts are ``<server>_<prompt>``; resources and templates are ``mcpx://`` URIs
   (``_uris``). Forwarded results are returned verbatim, except that resource contents
-  name the ``mcpx://`` URI they can be read back with.
+  name the ``mcpx://`` URI they can be read back with, and so do the resource links
+  and embedded resources in an ``mcpx_call`` result.
 - Lists are paged by ``mcp.pageSize`` with an opaque cursor; a cursor mcpx did not hand
   out is -32602.
 """
@@ -62,6 +63,8 @@ _TOOL_OPS: Final = {
     "mcpx_search_tools": "tools.list",
 }
 _SEARCH_LIMIT: Final = 10
+_SOURCE_META: Final = "dev.mcpx/source"
+_REASON_META: Final = "dev.mcpx/reason"
 _MATCH_KEYS: Final = ("server", "name", "description", "inputSchema")
 
 
@@ -103,9 +106,27 @@ async def call_tool(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
     except OpError as exc:
         return _error_result(f"{exc.code}: {exc.message}")
     if op.name == "call":
-        result: JSON = out  # the upstream's CallToolResult, as sent
-        return result
+        # The upstream's CallToolResult as sent, but for the resource URIs in it.
+        return _readable_uris(str(arguments["server"]), out)
     return _json_result(_search_matches(out) if op.name == "tools.list" else out)
+
+
+def _readable_uris(server: str, result: JSON) -> JSON:
+    """``result`` with every content block's resource URI one /mcp can read back."""
+    content = result.get("content")
+    if not isinstance(content, list):
+        return result
+    return {**result, "content": [_readable_block(server, block) for block in content]}
+
+
+def _readable_block(server: str, block: object) -> object:
+    if not isinstance(block, dict):
+        return block
+    if block.get("type") == "resource_link" and isinstance(block.get("uri"), str):
+        return {**block, "uri": gateway_uri(server, block["uri"])}
+    if block.get("type") == "resource" and isinstance(block.get("resource"), dict):
+        return {**block, "resource": _renamed_contents(server, block["resource"])}
+    return block
 
 
 def _argument_problem(op: Operation, arguments: object) -> str | None:
@@ -248,7 +269,12 @@ async def complete(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
     else:
         raise InvalidParams("ref.type must be 'ref/prompt' or 'ref/resource'")
     args = {"server": server, "ref": upstream_ref, "argument": dict(argument)}
-    return await _run(ctx, "complete", args)
+    out = dict(await _run(ctx, "complete", args))
+    source, reason = out.pop("source", None), out.pop("reason", None)
+    if source == "cache":
+        # The result has no field for where values came from: _meta carries it.
+        out["_meta"] = {**(out.get("_meta") or {}), _SOURCE_META: source, _REASON_META: reason}
+    return out
 
 
 # -- shared --------------------------------------------------------------------
