@@ -127,6 +127,10 @@ class McpEndpoint:
         if session is None:
             return False
         session.ended.set()
+        # Instances scoped to this session (servers with scope "identity") end with it.
+        if session.conn.identity is not None:
+            pool = self._ctx().pool
+            pool.spawn(pool.release, session.conn.identity)
         return True
 
     # -- POST ------------------------------------------------------------------

@@ -26,6 +26,9 @@ class OpContext:
     pid: int = field(default_factory=os.getpid)
     started: float = field(default_factory=time.time)
     extra: dict[str, Any] = field(default_factory=dict)
+    # Who the request is from: the pool's scope for servers with scope "identity".
+    # A per-request copy carries it (dataclasses.replace); the daemon's own has None.
+    identity: str | None = None
     # Sees every frame the server side sends a host: the revision it was spelled for
     # (None when none was judged yet), the frame, the method a result answers.
     trace: Callable[[str | None, Mapping[str, Any], str | None], None] | None = None

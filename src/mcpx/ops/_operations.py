@@ -165,7 +165,10 @@ async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
         _check_arguments(server, tool, arguments)
     params = {"name": name, "arguments": arguments}
     return await _upstream(
-        server, ctx.pool.request(server, "tools/call", params, timeout=args.get("timeout"))
+        server,
+        ctx.pool.request(
+            server, "tools/call", params, identity=ctx.identity, timeout=args.get("timeout")
+        ),
     )
 
 
@@ -185,7 +188,8 @@ async def prompts_get(ctx: OpContext, args: dict[str, Any]) -> Any:
     params: dict[str, Any] = {"name": args["name"]}
     if args.get("arguments"):
         params["arguments"] = args["arguments"]
-    return await _upstream(args["server"], ctx.pool.request(args["server"], "prompts/get", params))
+    get = ctx.pool.request(args["server"], "prompts/get", params, identity=ctx.identity)
+    return await _upstream(args["server"], get)
 
 
 async def resources_list(ctx: OpContext, args: dict[str, Any]) -> Any:
@@ -199,7 +203,8 @@ async def resources_templates(ctx: OpContext, args: dict[str, Any]) -> Any:
 async def resources_read(ctx: OpContext, args: dict[str, Any]) -> Any:
     params = {"uri": args["uri"]}
     return await _upstream(
-        args["server"], ctx.pool.request(args["server"], "resources/read", params)
+        args["server"],
+        ctx.pool.request(args["server"], "resources/read", params, identity=ctx.identity),
     )
 
 
@@ -211,7 +216,9 @@ async def complete(ctx: OpContext, args: dict[str, Any]) -> Any:
     if not declares_completions(entry):
         return from_catalogue(server, entry, args["ref"], args["argument"])
     params = {"ref": args["ref"], "argument": args["argument"]}
-    out = await _upstream(server, ctx.pool.request(server, "completion/complete", params))
+    out = await _upstream(
+        server, ctx.pool.request(server, "completion/complete", params, identity=ctx.identity)
+    )
     return {**out, "source": "server"}
 
 

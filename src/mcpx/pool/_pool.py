@@ -155,7 +155,17 @@ class Pool:
             if not inst.usable:
                 self._instances.pop((name, inst.scope_key), None)
 
-    def spawn(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> None:
+    async def release(self, identity: str) -> int:
+        """Stop the idle instances scoped to ``identity`` (its client is gone); how many.
+
+        A busy one finishes its calls and is reaped as idle later.
+        """
+        gone = [i for i in self._instances.values() if i.scope_key == identity and i.in_flight == 0]
+        for inst in gone:
+            await self._drop(inst)
+        return len(gone)
+
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, object]], *args: object) -> None:
         """Run ``fn`` in the pool's task group (owned, ended with the pool)."""
         self._tg.start_soon(fn, *args)
 

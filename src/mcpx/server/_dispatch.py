@@ -15,9 +15,12 @@ Invariants:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
+
+import anyio
 
 from mcpx import wire
 from mcpx.shapes import downgrade, envelope, server_capabilities
@@ -26,6 +29,7 @@ from mcpx.wire import InvalidParams, InvalidRequest, McpError, MethodNotFound
 
 from . import _surface as surface
 from ._conn import Conn
+from ._identity import identity_for
 from ._modern import check_meta
 from ._revision import check_removed, judge, negotiate_initialize
 
@@ -117,7 +121,20 @@ async def _answer(
     handler = _ROUTES.get(method)
     if handler is None or (method in _MODERN_ONLY and rev not in MODERN):
         raise MethodNotFound(f"Method not found: {method}", {"method": method})
-    result = await handler(_Call(method, params, view, ctx, settings, rev))
+    meta = params.get("_meta")
+    identity = identity_for(
+        meta if isinstance(meta, Mapping) else None, view, process=conn.identity or "stdio"
+    )
+    # None: a scope of its own (a 2026-07-28 request); what it started ends with it.
+    scope = identity or f"request:{next(_REQUESTS)}"
+    try:
+        result = await handler(
+            _Call(method, params, view, replace(ctx, identity=scope), settings, rev)
+        )
+    finally:
+        if identity is None:
+            with anyio.CancelScope(shield=True):
+                await ctx.pool.release(scope)
     return _spelled(method, result, rev, ctx, settings)
 
 
@@ -243,5 +260,7 @@ _ROUTES: Final[dict[str, Callable[[_Call], Awaitable[JSON]]]] = {
     "resources/unsubscribe": _unsubscribe,
     "completion/complete": _complete,
 }
+# Scopes for requests that are their own (2026-07-28 without a named session).
+_REQUESTS: Final = itertools.count(1)
 # No legacy revision has a DiscoverResult to answer with.
 _MODERN_ONLY: Final = frozenset({"server/discover"})
