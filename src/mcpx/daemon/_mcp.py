@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -41,6 +41,8 @@ from mcpx.wire import (
     Kind,
     McpError,
 )
+
+from ._mcp_answer import LazyAnswer
 
 __all__ = ["McpEndpoint"]
 
@@ -95,7 +97,7 @@ class McpEndpoint:
         response = await self._handle(request)
         await response(scope, receive, send)
 
-    async def _handle(self, request: Request) -> Response:
+    async def _handle(self, request: Request) -> Response | LazyAnswer:
         settings = self._ctx().settings
         allowed = [str(o) for o in settings["transport.allowedOrigins"]]
         if not origin_allowed(request.headers.get("origin"), own=self._own, allowed=allowed):
@@ -135,7 +137,7 @@ class McpEndpoint:
 
     # -- POST ------------------------------------------------------------------
 
-    async def _post(self, request: Request) -> Response:
+    async def _post(self, request: Request) -> Response | LazyAnswer:
         try:
             decoded = wire.decode(await request.body(), batch_ok=False)
         except McpError as exc:
@@ -148,7 +150,7 @@ class McpEndpoint:
 
     async def _modern(
         self, request: Request, kind: Kind, frame: wire.Frame, header_version: str | None
-    ) -> Response:
+    ) -> Response | LazyAnswer:
         if kind is not Kind.REQUEST:
             return Response(status_code=202)
         try:
@@ -159,14 +161,18 @@ class McpEndpoint:
             error = _reply(wire.error(frame["id"], exc), exc.http_status)
             return _traced(self._ctx(), MODERN[0], error)
         ctx = self._ctx()
-        reply = await dispatch(
-            frame, Conn(transport="http"), ctx, settings=ctx.settings, header_version=header_version
-        )
-        return _answer(reply, modern=True)
+
+        async def run(answer: LazyAnswer) -> wire.Frame | None:
+            conn = Conn(transport="http")
+            return await dispatch(
+                frame, conn, ctx, settings=ctx.settings, header_version=header_version
+            )
+
+        return self._lazy(request, run, modern=True)
 
     async def _legacy(
         self, request: Request, kind: Kind, frame: wire.Frame, header_version: str | None
-    ) -> Response:
+    ) -> Response | LazyAnswer:
         ctx = self._ctx()
         if kind is Kind.REQUEST and frame.get("method") == "initialize":
             minted = secrets.token_urlsafe(24)
@@ -188,10 +194,29 @@ class McpEndpoint:
             # Notifications need no answer; responses to server requests have no
             # one waiting for them yet, as nothing is sent to a client unasked.
             return Response(status_code=202)
-        reply = await dispatch(
-            frame, session.conn, ctx, settings=ctx.settings, header_version=header_version
+
+        async def run(answer: LazyAnswer) -> wire.Frame | None:
+            conn = session.conn
+            return await dispatch(
+                frame, conn, ctx, settings=ctx.settings, header_version=header_version
+            )
+
+        return self._lazy(request, run, modern=False)
+
+    def _lazy(
+        self,
+        request: Request,
+        run: Callable[[LazyAnswer], Awaitable[wire.Frame | None]],
+        *,
+        modern: bool,
+    ) -> LazyAnswer:
+        accept = request.headers.get("accept", "")
+        return LazyAnswer(
+            run,
+            streams_ok="text/event-stream" in accept or "*/*" in accept,
+            keepalive=float(self._ctx().settings["transport.sseKeepAlive"]),
+            status_of=_status_of if modern else _always_200,
         )
-        return _answer(reply, modern=False)
 
     # -- GET and DELETE --------------------------------------------------------
 
@@ -232,6 +257,16 @@ class McpEndpoint:
         if not self._end(sid):
             return self._refused(404, "Session not found (unknown or terminated)")
         return Response(status_code=200)
+
+
+def _status_of(reply: wire.Frame) -> int:
+    # 2026-07-28: the status is a function of the error code (S-HTTP).
+    error = reply.get("error")
+    return wire.http_status(int(error["code"])) if isinstance(error, Mapping) else 200
+
+
+def _always_200(reply: wire.Frame) -> int:
+    return 200
 
 
 def _answer(reply: wire.Frame | None, *, modern: bool) -> Response:
