@@ -224,3 +224,46 @@ def test_official_sdk_client(daemon: Daemon, version: str, script: str, era: str
     assert done.returncode == 0, done.stderr[-3000:]
     assert "hi" in done.stdout
     assert era in done.stdout
+
+
+def _legacy_session(mcp: httpx.Client, rev: str) -> dict[str, str]:
+    params = {
+        "protocolVersion": rev,
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    r = mcp.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+    return {"Mcp-Session-Id": r.headers["mcp-session-id"]}
+
+
+def test_batches_on_a_2025_03_26_session(mcp: httpx.Client) -> None:
+    headers = _legacy_session(mcp, "2025-03-26")
+    batch = [
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": _echo("one")},
+        {"jsonrpc": "2.0", "id": "b", "method": "ping"},
+        {"jsonrpc": "2.0", "id": "c", "method": "no/such"},
+        {"jsonrpc": "2.0", "id": "d"},  # not a message: its own error, the rest still run
+    ]
+    r = mcp.post("/mcp", json=batch, headers=headers)
+    assert r.status_code == 200, r.text
+    by_id = {f["id"]: f for f in r.json()}
+    assert set(by_id) == {"a", "b", "c", "d"}
+    assert _text(by_id["a"]["result"]) == "one"
+    assert by_id["b"]["result"] == {}
+    assert by_id["c"]["error"]["code"] == -32601
+    assert by_id["d"]["error"]["code"] == -32600
+    # Notifications only: nothing to answer.
+    only = [{"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    assert mcp.post("/mcp", json=only, headers=headers).status_code == 202
+    # initialize may not ride in a batch.
+    init = {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {}}
+    assert mcp.post("/mcp", json=[init], headers=headers).status_code == 400
+
+
+@pytest.mark.parametrize("rev", ["2025-06-18", "2025-11-25"])
+def test_batches_are_refused_after_2025_03_26(mcp: httpx.Client, rev: str) -> None:
+    headers = {**_legacy_session(mcp, rev), "MCP-Protocol-Version": rev}
+    r = mcp.post("/mcp", json=[{"jsonrpc": "2.0", "id": 1, "method": "ping"}], headers=headers)
+    assert r.status_code == 400
+    assert r.json()["error"]["code"] == -32600

@@ -33,7 +33,7 @@ from starlette.types import Receive, Scope, Send
 from mcpx import wire
 from mcpx.ops import OpContext
 from mcpx.server import META_VERSION, Conn, check_headers, check_meta, dispatch, origin_allowed
-from mcpx.spec import MODERN
+from mcpx.spec import HEADERLESS, MODERN
 from mcpx.wire import (
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
@@ -139,14 +139,57 @@ class McpEndpoint:
 
     async def _post(self, request: Request) -> Response | LazyAnswer:
         try:
-            decoded = wire.decode(await request.body(), batch_ok=False)
+            decoded = wire.decode(await request.body(), batch_ok=self._batch_ok(request))
         except McpError as exc:
             return _traced(self._ctx(), None, _reply(wire.error(exc.request_id, exc), 400))
+        if decoded.batch:
+            return await self._batch(request, decoded)
         kind, frame = decoded.messages[0]
         header_version = request.headers.get(MCP_PROTOCOL_VERSION)
         if _modern_meta(frame) or header_version in MODERN:
             return await self._modern(request, kind, frame, header_version)
         return await self._legacy(request, kind, frame, header_version)
+
+    def _batch_ok(self, request: Request) -> bool:
+        # Only 2025-03-26 has batches: a session negotiated at it, no other header.
+        session = self.sessions.get(request.headers.get(MCP_SESSION_ID) or "")
+        header = request.headers.get(MCP_PROTOCOL_VERSION)
+        return (
+            session is not None
+            and session.conn.revision == HEADERLESS
+            and header in (None, HEADERLESS)
+        )
+
+    async def _batch(self, request: Request, decoded: wire.Decoded) -> Response:
+        """A 2025-03-26 batch: its requests run concurrently, answered as one array."""
+        sid = request.headers[MCP_SESSION_ID]
+        session = self.sessions[sid]
+        session.used = time.monotonic()
+        ctx = self._ctx()
+        # Elements that were no message get their error; dispatch traces the rest.
+        replies: list[wire.Frame] = [wire.error(i, exc) for i, exc in decoded.errors]
+        for reply in replies:
+            if ctx.trace is not None:
+                ctx.trace(HEADERLESS, reply, None)
+        requests = [f for kind, f in decoded.messages if kind is Kind.REQUEST]
+        init = next((f for f in requests if f.get("method") == "initialize"), None)
+        if init is not None:
+            error = InvalidRequest("initialize must not be part of a batch")
+            return _traced(ctx, HEADERLESS, _reply(wire.error(init["id"], error), 400))
+        answers: dict[int, wire.Frame] = {}
+
+        async def one(i: int, frame: wire.Frame) -> None:
+            reply = await dispatch(frame, session.conn, ctx, settings=ctx.settings)
+            if reply is not None:
+                answers[i] = reply
+
+        async with anyio.create_task_group() as tg:
+            for i, frame in enumerate(requests):
+                tg.start_soon(one, i, frame)
+        replies += [answers[i] for i in sorted(answers)]
+        if not replies:
+            return Response(status_code=202)  # notifications and responses only
+        return _reply(replies)
 
     async def _modern(
         self, request: Request, kind: Kind, frame: wire.Frame, header_version: str | None
