@@ -154,9 +154,16 @@ def daemon_command(**params: Any) -> None:
     from mcpx.daemon import serve  # the HTTP server, only when serving
 
     loaded = load_settings(params)
+    servers = servers_for(loaded)
+    unknown = [s for s in loaded.settings["mcp.passthrough"] if s not in servers]
+    if unknown:
+        raise click.UsageError(
+            f"mcp.passthrough names {', '.join(map(repr, unknown))}, which is not a "
+            f"configured server (configured: {', '.join(sorted(servers))})"
+        )
     serve(
         loaded.settings,
-        servers_for(loaded),
+        servers,
         state_dir(loaded.settings),
         warn=lambda text: click.echo(text, err=True),
     )

@@ -27,6 +27,7 @@ from mcpx.shapes import downgrade, envelope, server_capabilities
 from mcpx.spec import MODERN
 from mcpx.wire import InvalidParams, InvalidRequest, McpError, MethodNotFound
 
+from . import _passthrough as passthrough
 from . import _surface as surface
 from ._conn import Conn
 from ._identity import identity_for
@@ -165,7 +166,7 @@ async def _initialize(call: _Call) -> JSON:
     call.conn.initialize(rev, call.params)
     return {
         "protocolVersion": rev,
-        "capabilities": server_capabilities(rev, can_push=call.conn.can_push),
+        "capabilities": _capabilities(call, rev),
         "serverInfo": _server_info(call.ctx),
         "instructions": INSTRUCTIONS,
     }
@@ -174,9 +175,14 @@ async def _initialize(call: _Call) -> JSON:
 async def _discover(call: _Call) -> JSON:
     return {
         "supportedVersions": [v for v in MODERN if v in call.settings.policy().precedence],
-        "capabilities": server_capabilities(call.revision, can_push=call.conn.can_push),
+        "capabilities": _capabilities(call, call.revision),
         "instructions": INSTRUCTIONS,
     }
+
+
+def _capabilities(call: _Call, rev: str) -> JSON:
+    through = bool(passthrough.servers(call.ctx))
+    return server_capabilities(rev, passthrough=through, can_push=call.conn.can_push)
 
 
 async def _empty(call: _Call) -> JSON:
@@ -213,7 +219,7 @@ def _uri(call: _Call) -> str:
 
 
 async def _tools_list(call: _Call) -> JSON:
-    return surface.list_tools(call.params, call.page_size)
+    return await surface.list_tools(call.ctx, call.params, call.page_size)
 
 
 async def _tools_call(call: _Call) -> JSON:

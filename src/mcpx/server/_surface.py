@@ -35,6 +35,7 @@ from mcpx.ops import Operation, OpError, by_name
 from mcpx.spec import MODERN
 from mcpx.wire import InternalError, InvalidParams, McpError, ResourceNotFound
 
+from . import _passthrough as passthrough
 from ._uris import gateway_template, gateway_uri, original_uri, split_gateway
 
 if TYPE_CHECKING:
@@ -82,17 +83,32 @@ def _tool_ops() -> dict[str, Operation]:
     return {name: by_name(op) for name, op in _TOOL_OPS.items()}
 
 
-def list_tools(params: Mapping[str, Any], page_size: int) -> JSON:
-    return _page("tools", list(gateway_tools()), params, page_size)
+async def list_tools(ctx: OpContext, params: Mapping[str, Any], page_size: int) -> JSON:
+    """Pass-through tools first (by name), then mcpx's own that none of them shadows."""
+    upstream = sorted((t for _, t in await passthrough.merged(ctx, "tools")), key=_name)
+    shadowed = {t.get("name") for t in upstream}
+    own = [t for t in gateway_tools() if t["name"] not in shadowed]
+    return _page("tools", [*upstream, *own], params, page_size)
+
+
+def _name(item: JSON) -> str:
+    return str(item.get("name", ""))
 
 
 async def call_tool(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
-    """Run the operation behind one of mcpx's tools.
+    """Run one of mcpx's tools, or forward the call to the pass-through server owning it.
 
     Raises:
-        InvalidParams: no tool of that name.
+        InvalidParams: no tool of that name (and no pass-through server to ask).
+        McpError: a pass-through server's own JSON-RPC error, relayed.
     """
     name = params.get("name")
+    if passthrough.servers(ctx) and isinstance(name, str):
+        server = await passthrough.owner(ctx, "tools", name)
+        if server is None and name not in _TOOL_OPS:
+            server = passthrough.servers(ctx)[0]  # unlisted: the upstream says if it exists
+        if server is not None:
+            return await passthrough.forward(ctx, server, "tools/call", params)
     op = _tool_ops().get(name) if isinstance(name, str) else None
     if op is None:
         raise InvalidParams(f"no tool named {name!r}; mcpx has: {', '.join(_TOOL_OPS)}")
@@ -167,14 +183,28 @@ def _error_result(message: str) -> JSON:
 
 
 async def list_prompts(ctx: OpContext, params: Mapping[str, Any], page_size: int) -> JSON:
+    """Pass-through prompts under their own names, then every other server's prefixed."""
+    own = [p for _, p in await passthrough.merged(ctx, "prompts")]
     out = await _run(ctx, "prompts.list", {})
-    items = [_untagged(p, name=f"{p['server']}_{p['name']}") for p in out["prompts"]]
-    return _page("prompts", items, params, page_size)
+    through = passthrough.servers(ctx)
+    items = [
+        _untagged(p, name=f"{p['server']}_{p['name']}")
+        for p in out["prompts"]
+        if p["server"] not in through
+    ]
+    return _page("prompts", [*own, *items], params, page_size)
 
 
 async def get_prompt(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
-    """Forward ``prompts/get`` to the server the name starts with; result verbatim."""
+    """Forward ``prompts/get`` to the server owning the name; result verbatim."""
     name = params.get("name")
+    through = passthrough.servers(ctx)
+    if through and isinstance(name, str):
+        server = await passthrough.owner(ctx, "prompts", name)
+        if server is None and _split_name(name, ctx) is None:
+            server = through[0]  # unlisted: the upstream says if it exists
+        if server is not None:
+            return await passthrough.forward(ctx, server, "prompts/get", params)
     found = _split_name(name, ctx) if isinstance(name, str) else None
     if found is None:
         raise InvalidParams(f"no prompt named {name!r}")
@@ -196,25 +226,41 @@ def _split_name(name: str, ctx: OpContext) -> tuple[str, str] | None:
 
 
 async def list_resources(ctx: OpContext, params: Mapping[str, Any], page_size: int) -> JSON:
+    """Pass-through resources with their own URIs, then every other server's as mcpx://."""
+    own = [r for _, r in await passthrough.merged(ctx, "resources")]
     out = await _run(ctx, "resources.list", {})
-    items = [_untagged(r, uri=gateway_uri(r["server"], r["uri"])) for r in out["resources"]]
-    return _page("resources", items, params, page_size)
+    through = passthrough.servers(ctx)
+    items = [
+        _untagged(r, uri=gateway_uri(r["server"], r["uri"]))
+        for r in out["resources"]
+        if r["server"] not in through
+    ]
+    return _page("resources", [*own, *items], params, page_size)
 
 
 async def list_templates(ctx: OpContext, params: Mapping[str, Any], page_size: int) -> JSON:
+    own = [t for _, t in await passthrough.merged(ctx, "resourceTemplates")]
     out = await _run(ctx, "resources.templates", {})
+    through = passthrough.servers(ctx)
     items = [
         _untagged(t, uriTemplate=gateway_template(t["server"], t["uriTemplate"]))
         for t in out["resourceTemplates"]
+        if t["server"] not in through
     ]
-    return _page("resourceTemplates", items, params, page_size)
+    return _page("resourceTemplates", [*own, *items], params, page_size)
 
 
 async def read_resource(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
-    """Forward ``resources/read`` of an ``mcpx://`` URI to its server."""
+    """Forward ``resources/read``: an ``mcpx://`` URI to its server, a bare one to the
+    pass-through server that owns it (result verbatim)."""
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams("resources/read needs a uri (a string)")
+    if split_gateway(uri) is None:
+        server = await passthrough.resource_owner(ctx, uri)
+        if server is None:
+            raise _not_found(uri, rev)
+        return await passthrough.forward(ctx, server, "resources/read", params)
     server, original = await _upstream_uri(ctx, uri, rev)
     out = await _run(ctx, "resources.read", {"server": server, "uri": original})
     contents = out.get("contents")
@@ -257,6 +303,9 @@ async def complete(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
     ref, argument = params.get("ref"), params.get("argument")
     if not isinstance(ref, Mapping) or not isinstance(argument, Mapping):
         raise InvalidParams("completion/complete needs a ref and an argument (objects)")
+    server = await _passthrough_ref(ctx, ref)
+    if server is not None:
+        return await passthrough.forward(ctx, server, "completion/complete", params)
     if ref.get("type") == "ref/prompt":
         name = ref.get("name")
         found = _split_name(name, ctx) if isinstance(name, str) else None
@@ -275,6 +324,18 @@ async def complete(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
         # The result has no field for where values came from: _meta carries it.
         out["_meta"] = {**(out.get("_meta") or {}), _SOURCE_META: source, _REASON_META: reason}
     return out
+
+
+async def _passthrough_ref(ctx: OpContext, ref: Mapping[str, Any]) -> str | None:
+    """The pass-through server a completion ref belongs to, if any."""
+    if not passthrough.servers(ctx):
+        return None
+    if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+        return await passthrough.owner(ctx, "prompts", ref["name"])
+    uri = ref.get("uri")
+    if ref.get("type") == "ref/resource" and isinstance(uri, str) and not split_gateway(uri):
+        return await passthrough.resource_owner(ctx, uri)
+    return None
 
 
 # -- shared --------------------------------------------------------------------

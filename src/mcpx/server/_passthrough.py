@@ -1,0 +1,152 @@
+"""Pass-through: the servers named in ``mcp.passthrough`` offered as themselves.
+
+Invariants:
+
+- Their tools and prompts keep their own names and their resources their own URIs;
+  several are merged into one surface, in the order configured. A tool or prompt name
+  two of them offer is refused (the listing fails naming both), never handed to either:
+  the loser would be unreachable under the name the client was shown.
+- What they offer comes from the catalogue (listed once, refreshed on list_changed);
+  a request is forwarded to the server that owns the name or URI, and its result or its
+  JSON-RPC error comes back as the upstream sent it.
+- A name no pass-through server lists (and no gateway tool has) goes to the first of
+  them: the upstream says whether it exists. A bare URI goes to the first that lists
+  it or has a template it falls under, else to the first.
+- Forwarded params lose only what is mcpx's to set upstream: the protocol's own
+  ``_meta`` keys, mcpx's, and the host's progress token.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from mcpx.wire import InternalError, McpError
+
+if TYPE_CHECKING:
+    from mcpx.ops import OpContext
+
+__all__ = ["forward", "merged", "owner", "resource_owner", "servers"]
+
+JSON = dict[str, Any]
+
+# Catalogue key, and the item key that names an item, per listed kind.
+KINDS: Final = {
+    "tools": ("tools", "name"),
+    "prompts": ("prompts", "name"),
+    "resources": ("resources", "uri"),
+    "resourceTemplates": ("templates", "uriTemplate"),
+}
+_UNIQUE: Final = frozenset({"tools", "prompts"})
+_MCPX_META: Final = ("io.modelcontextprotocol/", "dev.mcpx/")
+_EXPRESSION: Final = re.compile(r"\{[^{}]*\}")
+
+
+def servers(ctx: OpContext) -> tuple[str, ...]:
+    """The pass-through servers, in the order configured."""
+    return tuple(str(s) for s in ctx.settings["mcp.passthrough"] if s in ctx.pool.servers)
+
+
+async def merged(ctx: OpContext, kind: str) -> list[tuple[str, JSON]]:
+    """Every pass-through server's items of ``kind``, each with its server.
+
+    Raises:
+        InternalError: a tool or prompt name two servers offer; or a server's listing
+            failed (the message says which and why).
+    """
+    key, name_key = KINDS[kind]
+    found: list[tuple[str, JSON]] = []
+    seen: dict[str, str] = {}
+    for server in servers(ctx):
+        entry = await ctx.catalogue.entry(server)
+        if entry.get("error"):
+            raise InternalError(f"{server} could not be listed: {entry['error']}")
+        for item in entry.get(key) or []:
+            name = item.get(name_key)
+            if kind in _UNIQUE and name in seen:
+                raise InternalError(
+                    f"{kind[:-1]} name {name!r} is offered by both {seen[name]} and {server}; "
+                    "pass through only one of them",
+                    {"name": name, "servers": [seen[name], server]},
+                )
+            seen[str(name)] = server
+            found.append((server, item))
+    return found
+
+
+async def owner(ctx: OpContext, kind: str, name: str) -> str | None:
+    """The pass-through server listing a tool or prompt ``name`` (None: none does)."""
+    for server, item in await merged(ctx, kind):
+        if item.get("name") == name:
+            return server
+    return None
+
+
+async def resource_owner(ctx: OpContext, uri: str) -> str | None:
+    """The pass-through server a bare ``uri`` goes to (None: there is none)."""
+    names = servers(ctx)
+    if not names:
+        return None
+    for server, item in await merged(ctx, "resources"):
+        if _same_uri(item.get("uri"), uri):
+            return server
+    for server, item in await merged(ctx, "resourceTemplates"):
+        template = item.get("uriTemplate")
+        if isinstance(template, str) and _fits(template, uri):
+            return server
+    return names[0]
+
+
+async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str, Any]) -> JSON:
+    """``method`` sent to ``server`` as the host asked it; the upstream's own answer.
+
+    Raises:
+        McpError: the upstream's JSON-RPC error, as it sent it; or InternalError when
+            the call failed on mcpx's side (the server could not start, a timeout).
+    """
+    from mcpx.client import UpstreamError
+    from mcpx.pool import PoolFull, UnknownServer
+
+    try:
+        return await ctx.pool.request(
+            server, method, _upstream_params(params), identity=ctx.identity
+        )
+    except McpError:
+        raise
+    except (UpstreamError, PoolFull, UnknownServer) as exc:
+        raise InternalError(f"{server}: {exc}") from exc
+
+
+def _upstream_params(params: Mapping[str, Any]) -> JSON:
+    out = {k: v for k, v in params.items() if k != "_meta"}
+    meta = params.get("_meta")
+    if isinstance(meta, Mapping):
+        kept = {
+            k: v for k, v in meta.items() if k != "progressToken" and not k.startswith(_MCPX_META)
+        }
+        if kept:
+            out["_meta"] = kept
+    return out
+
+
+def _same_uri(listed: object, uri: str) -> bool:
+    # A leading "/" is compared away consistently (absolute-path URIs).
+    return isinstance(listed, str) and listed.lstrip("/") == uri.lstrip("/")
+
+
+def _fits(template: str, uri: str) -> bool:
+    """Whether ``uri`` is an expansion of ``template`` (or the template itself)."""
+    if template == uri:
+        return True
+    parts: list[str] = []
+    last = 0
+    for match in _EXPRESSION.finditer(template):
+        parts.append(re.escape(template[last : match.start()]))
+        # Reserved and fragment expansion may span "/"; simple expansion may not.
+        parts.append(".*?" if match.group()[1:2] in ("+", "#", "/") else "[^/]*?")
+        last = match.end()
+    if last == 0:
+        return False
+    parts.append(re.escape(template[last:]))
+    return re.fullmatch("".join(parts), uri, flags=re.DOTALL) is not None
