@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -32,7 +33,16 @@ from starlette.types import Receive, Scope, Send
 
 from mcpx import wire
 from mcpx.ops import OpContext
-from mcpx.server import META_VERSION, Conn, check_headers, check_meta, dispatch, origin_allowed
+from mcpx.server import (
+    META_VERSION,
+    Audience,
+    Conn,
+    check_headers,
+    check_meta,
+    dispatch,
+    origin_allowed,
+    tool_schema,
+)
 from mcpx.spec import HEADERLESS, MODERN
 from mcpx.wire import (
     MCP_PROTOCOL_VERSION,
@@ -49,14 +59,27 @@ __all__ = ["McpEndpoint"]
 _JSON: Final = "application/json"
 
 
+# Frames waiting for a session's GET stream; beyond this the oldest are dropped (they
+# are change hints, and a client that never opens the stream never reads them).
+_OUTBOX: Final = 256
+
+
 @dataclass
 class _Session:
-    """One legacy session: its connection state, when it was last used, its end."""
+    """One legacy session: its connection state, when it was last used, its end, and
+    what waits for its GET stream."""
 
     conn: Conn
     used: float = field(default_factory=time.monotonic)
     streams: int = 0
     ended: anyio.Event = field(default_factory=anyio.Event)
+    outbox: deque[wire.Frame] = field(default_factory=lambda: deque(maxlen=_OUTBOX))
+    waiting: anyio.Event = field(default_factory=anyio.Event)
+
+    def deliver(self, frame: dict[str, Any]) -> None:
+        """The session's push: queued for its GET stream (sync, never blocks)."""
+        self.outbox.append(frame)
+        self.waiting.set()
 
 
 def _reply(body: object, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
@@ -86,10 +109,14 @@ def _modern_meta(frame: Mapping[str, Any]) -> bool:
 class McpEndpoint:
     """The ASGI app mounted at ``/mcp``; holds the legacy sessions of one daemon."""
 
-    def __init__(self, ctx: Callable[[], OpContext], *, own: list[str]) -> None:
-        """``ctx`` gives the live context; ``own`` holds the daemon's own origin(s)."""
+    def __init__(
+        self, ctx: Callable[[], OpContext], *, own: list[str], audience: Audience | None = None
+    ) -> None:
+        """``ctx`` gives the live context; ``own`` holds the daemon's own origin(s);
+        ``audience`` hears of every session, so that it can push to it."""
         self._ctx = ctx
         self._own = own
+        self._audience = audience
         self.sessions: dict[str, _Session] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -129,6 +156,9 @@ class McpEndpoint:
         if session is None:
             return False
         session.ended.set()
+        session.waiting.set()
+        if self._audience is not None:
+            self._audience.leave(session.conn)
         # Instances scoped to this session (servers with scope "identity") end with it.
         if session.conn.identity is not None:
             pool = self._ctx().pool
@@ -196,10 +226,14 @@ class McpEndpoint:
     ) -> Response | LazyAnswer:
         if kind is not Kind.REQUEST:
             return Response(status_code=202)
+        params = frame.get("params")
+        name = params.get("name") if isinstance(params, Mapping) else None
+        schema = await tool_schema(self._ctx(), name) if frame["method"] == "tools/call" else None
         try:
             # _meta first: a request without it is -32602 whatever its headers say.
             check_meta(frame.get("params"))
-            check_headers(request.headers, frame, tool_input_schema=None)
+            # A pass-through tool's x-mcp-header marks ask for Mcp-Param-* headers.
+            check_headers(request.headers, frame, tool_input_schema=schema)
         except McpError as exc:
             error = _reply(wire.error(frame["id"], exc), exc.http_status)
             return _traced(self._ctx(), MODERN[0], error)
@@ -220,10 +254,15 @@ class McpEndpoint:
         if kind is Kind.REQUEST and frame.get("method") == "initialize":
             minted = secrets.token_urlsafe(24)
             conn = Conn(transport="http", session_id=minted, identity=f"http:{minted}")
+            opened = _Session(conn)
+            # A session can always be pushed to: frames wait for its GET stream.
+            conn.push = opened.deliver
             reply = await dispatch(frame, conn, ctx, settings=ctx.settings)
             if reply is None or "error" in reply:
                 return _answer(reply, modern=False)  # a failed handshake opens nothing
-            self.sessions[minted] = _Session(conn)
+            self.sessions[minted] = opened
+            if self._audience is not None:
+                self._audience.join(conn)
             return _reply(reply, headers={MCP_SESSION_ID: minted})
         request_id = frame.get("id") if kind is Kind.REQUEST else None
         sid = request.headers.get(MCP_SESSION_ID)
@@ -285,10 +324,16 @@ class McpEndpoint:
         try:
             yield b": stream open\n\n"
             while not session.ended.is_set():
-                with anyio.move_on_after(keepalive):
-                    await session.ended.wait()
-                if not session.ended.is_set():
-                    session.used = time.monotonic()
+                while session.outbox:
+                    frame = session.outbox.popleft()
+                    yield b"event: message\ndata: " + wire.dumps(frame) + b"\n\n"
+                session.waiting = anyio.Event()
+                if session.outbox:
+                    continue  # delivered between the drain and the new event
+                with anyio.move_on_after(keepalive) as idle:
+                    await session.waiting.wait()
+                session.used = time.monotonic()
+                if idle.cancelled_caught and not session.ended.is_set():
                     yield b": keepalive\n\n"
         finally:
             session.streams -= 1

@@ -31,6 +31,7 @@ from mcpx.client import EraCache, Hooks
 from mcpx.config import ServerConfig, Settings
 from mcpx.ops import Catalogue, OpContext
 from mcpx.pool import open_pool
+from mcpx.server import Audience
 
 from ._app import build_app
 from ._mcp import McpEndpoint
@@ -99,13 +100,15 @@ def _is_loopback(address: str) -> bool:
         return address == "localhost"
 
 
-def _hooks(catalogue: list[Catalogue]) -> Hooks:
+def _hooks(catalogue: list[Catalogue], audience: Audience, settings: Settings) -> Hooks:
     def on_stderr(server: str, line: str) -> None:
         upstream_log.info(line, extra={"server": server})
 
     def on_notification(server: str, method: str, params: dict[str, Any]) -> None:
         if method.endswith("/list_changed") and catalogue:
             catalogue[0].invalidate(server)
+            # After the invalidation: a host that lists again sees the new list.
+            audience.upstream_notified(server, method, settings["mcp.passthrough"])
         if method == "notifications/message":
             upstream_log.info("log: %s", params.get("data"), extra={"server": server})
 
@@ -153,15 +156,18 @@ def serve(
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
     holder: list[OpContext] = []
     catalogues: list[Catalogue] = []
+    trace = _frame_trace(settings)
+    audience = Audience(settings.policy(), trace)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         cache = EraCache(paths.eras) if settings["upstream.eraCache"] else None
-        async with open_pool(servers, settings, cache=cache, hooks=_hooks(catalogues)) as pool:
+        hooks = _hooks(catalogues, audience, settings)
+        async with open_pool(servers, settings, cache=cache, hooks=hooks) as pool:
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
-            holder.append(OpContext(pool, catalogue, settings, trace=_frame_trace(settings)))
+            holder.append(OpContext(pool, catalogue, settings, trace=trace))
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)
             # Inside the pool's context: stdio hosts end before the upstreams they use.
             async with anyio.create_task_group() as channels:
@@ -175,7 +181,7 @@ def serve(
                     _remove(paths)
 
     # Its own URL is a trusted Origin: a page the daemon served may call /mcp.
-    mcp = McpEndpoint(lambda: holder[0], own=[url])
+    mcp = McpEndpoint(lambda: holder[0], own=[url], audience=audience)
     app = build_app(lambda: holder[0], lifespan, mcp=mcp)
     info = {
         "pid": os.getpid(),

@@ -13,11 +13,13 @@ scope it is served under.
 (``_surface``): it does no I/O itself, only awaits the operations' handlers it is given.
 """
 
+from ._audience import Audience
 from ._conn import META_CAPABILITIES, META_VERSION, Conn, Push, Subscriptions, Transport
 from ._dispatch import INSTRUCTIONS, dispatch
 from ._identity import SESSION_META, identity_for
 from ._modern import NAME_SOURCES, check_headers, check_meta
 from ._origin import origin_allowed
+from ._passthrough import tool_schema
 from ._revision import check_removed, judge, negotiate_initialize
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "META_VERSION",
     "NAME_SOURCES",
     "SESSION_META",
+    "Audience",
     "Conn",
     "Push",
     "Subscriptions",
@@ -38,4 +41,5 @@ __all__ = [
     "judge",
     "negotiate_initialize",
     "origin_allowed",
+    "tool_schema",
 ]

@@ -27,7 +27,7 @@ from mcpx.wire import InternalError, McpError
 if TYPE_CHECKING:
     from mcpx.ops import OpContext
 
-__all__ = ["forward", "merged", "owner", "resource_owner", "servers"]
+__all__ = ["forward", "merged", "owner", "resource_owner", "servers", "tool_schema"]
 
 JSON = dict[str, Any]
 
@@ -80,6 +80,25 @@ async def owner(ctx: OpContext, kind: str, name: str) -> str | None:
     for server, item in await merged(ctx, kind):
         if item.get("name") == name:
             return server
+    return None
+
+
+async def tool_schema(ctx: OpContext, name: object) -> Mapping[str, Any] | None:
+    """The ``inputSchema`` of the pass-through tool ``name`` (None: not one of theirs).
+
+    Its ``x-mcp-header`` marks say which ``Mcp-Param-*`` headers a call must carry.
+    A listing that fails is left for the call itself to report.
+    """
+    if not isinstance(name, str) or not servers(ctx):
+        return None
+    try:
+        found = await merged(ctx, "tools")
+    except McpError:
+        return None
+    for _, item in found:
+        schema = item.get("inputSchema")
+        if item.get("name") == name and isinstance(schema, Mapping):
+            return schema
     return None
 
 
