@@ -2,8 +2,9 @@
 
 Both scored revisions run their frozen requirement sets. Every non-auth required
 scenario must pass; the auth scenarios (mcpx has no OAuth client yet) are listed in
-``expected-failures.yml``, which may only shrink: the suite itself fails a run in
-which a listed scenario passes.
+``expected-failures/client-<revision>.yml``, which may only shrink: the suite itself
+fails a run in which a listed scenario passes. ``scripts/conformance.sh`` runs the same
+leg with the same files.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from support.peers import NODE_MODULES, conformance_command
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "client_driver.py"
-EXPECTED = HERE / "expected-failures.yml"
+EXPECTED = HERE / "expected-failures"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -37,7 +38,7 @@ def run_client_leg(revision: str, out: Path) -> subprocess.CompletedProcess[str]
         "--timeout",
         "60000",
         "--expected-failures",
-        str(EXPECTED),
+        str(EXPECTED / f"client-{revision}.yml"),
         "-o",
         str(out),
     ]
