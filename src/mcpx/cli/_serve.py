@@ -1,22 +1,36 @@
 """``mcpx serve``: mcpx as a stdio MCP server, for hosts that can only spawn a process.
 
 Job: a thin shim. It makes sure the daemon runs, connects to the daemon's stdio channel
-(``<state>/mcpx-stdio.sock``) and relays bytes both ways; the daemon does all the MCP.
+(``<state>/mcpx-stdio.sock``) and gets out of the way; the daemon does all the MCP.
+
+- Hand-off, first: when stdin and stdout are pipes or sockets (as a host spawning a
+  server makes them) and the platform passes descriptors (``socket.send_fds``), they are
+  sent to the daemon (SCM_RIGHTS) with ``HANDOFF``; on ``OK`` the daemon reads and writes
+  the host's pipes itself and the shim only waits for the connection to close. Nothing
+  is copied through this process.
+- Relay, otherwise (the daemon refused, is older, or stdin is a file or a terminal): a
+  new connection, and bytes copied both ways.
 
 Invariants:
 
-- Nothing is parsed here: bytes from stdin go to the daemon as read, bytes from the daemon
-  go to stdout as received, flushed per chunk (``os.write`` has no buffer to flush).
+- Nothing is parsed here, and nothing is read from stdin before the hand-off is settled:
+  the daemon gets the host's bytes from the first.
+- Relaying, bytes from stdin go to the daemon as read, bytes from the daemon go to
+  stdout as received, flushed per chunk (``os.write`` has no buffer to flush).
 - stdout carries only what the daemon sent; anything mcpx says goes to stderr.
-- At stdin EOF the socket's write half is shut, and answers still in flight keep flowing
-  to stdout until the daemon closes the connection; then the shim exits 0.
+- At stdin EOF answers still in flight keep flowing to stdout until the daemon closes
+  the connection; then the shim exits 0. Handed off, the daemon closes its copies of the
+  pipes before the connection.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import stat
 import threading
+from contextlib import suppress
+from pathlib import Path
 from typing import Any, Final
 
 import click
@@ -24,9 +38,55 @@ import click
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
 
-__all__ = ["serve_command"]
+__all__ = ["HANDOFF", "handoff", "relay", "serve_command", "serve_stdio"]
 
 _CHUNK: Final = 64 * 1024
+# The daemon's HANDOFF (mcpx.daemon._stdio_channel, not imported: it brings in the whole
+# server side, and the shim starts with every host). A test holds the two equal.
+HANDOFF: Final = b"MCPX-STDIO-FDS 1\n"
+
+
+def _pipe_or_socket(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _reply(sock: socket.socket) -> bytes:
+    """The daemon's one-line answer to a hand-off (at most 256 bytes)."""
+    data = b""
+    while not data.endswith(b"\n") and len(data) < 256:
+        chunk = sock.recv(256 - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def handoff(path: Path) -> bool:
+    """Hand stdin and stdout to the daemon on ``path``; True once it has served them
+    and closed the connection, False (nothing read from stdin) when it would not."""
+    send_fds = getattr(socket, "send_fds", None)
+    if send_fds is None or not (_pipe_or_socket(0) and _pipe_or_socket(1)):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.connect(str(path))
+            send_fds(sock, [HANDOFF], [0, 1])
+            # No time limit: the daemon answers at once, and one without hand-offs
+            # answers the line as JSON (a parse error). Either way the relay needs it.
+            if _reply(sock) != b"OK\n":
+                return False  # refused, or a daemon without hand-offs: relay instead
+        except OSError:
+            return False
+        # The daemon serves the host now, whatever happens here. Wait for it to close the
+        # connection (the host closed stdin, or the daemon stopped).
+        with suppress(OSError):
+            while sock.recv(_CHUNK):
+                pass
+    return True
 
 
 def _stdin_to_socket(sock: socket.socket) -> None:
@@ -69,7 +129,7 @@ def relay(sock: socket.socket) -> None:
     type=click.Choice(["stdio", "http"]),
     default="stdio",
     show_default=True,
-    help="stdio: relay this process's stdin/stdout to the daemon.",
+    help="stdio: serve this process's stdin/stdout through the daemon.",
 )
 @settings_options
 def serve_command(transport: str, **params: Any) -> None:
@@ -80,15 +140,23 @@ def serve_command(transport: str, **params: Any) -> None:
         url = (client.info() or {}).get("url", "<the daemon's url>")
         raise click.ClickException(
             f"the daemon already serves MCP over HTTP at {url}/mcp: point the client there "
-            "(mcpx serve relays stdio only)"
+            "(mcpx serve is for stdio only)"
         )
+    serve_stdio(client.paths.stdio_socket)
+
+
+def serve_stdio(path: Path) -> None:
+    """Serve this process's stdin/stdout through the stdio channel at ``path``: handed
+    off when the daemon takes the descriptors, relayed otherwise."""
+    if handoff(path):
+        return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(str(client.paths.stdio_socket))
+        sock.connect(str(path))
     except OSError as exc:
         sock.close()
         raise click.ClickException(
-            f"cannot reach the daemon's stdio channel at {client.paths.stdio_socket}: {exc}"
+            f"cannot reach the daemon's stdio channel at {path}: {exc}"
         ) from exc
     with sock:
         relay(sock)

@@ -41,6 +41,27 @@ class QuestionHandler(Protocol):
         ...
 
 
+def narrowed(ours: dict[str, Any], host: dict[str, Any] | None) -> dict[str, Any]:
+    """``ours`` cut down to what ``host`` declared too (None: no host to narrow by).
+
+    mcpx must never declare upstream a capability its host did not: the upstream would
+    ask, and only the host could answer. A sub-capability survives only where both sides
+    have it; ``{}`` and ``true`` mean "declared, no settings".
+    """
+    if host is None:
+        return ours
+    out: dict[str, Any] = {}
+    for key, value in ours.items():
+        theirs = host.get(key)
+        if theirs is None or theirs is False:
+            continue
+        if isinstance(value, dict) and isinstance(theirs, dict) and value:
+            out[key] = narrowed(value, theirs)
+        else:
+            out[key] = value
+    return out
+
+
 class DeclineEverything:
     """A client that declared no capability: ``ping`` is answered, nothing else."""
 

@@ -28,7 +28,7 @@ from mcpx.transport import HttpStatusError, TransportError
 
 from ._connection import Connection
 from ._errors import HandshakeFailed, UpstreamError
-from ._handler import Asked, QuestionHandler
+from ._handler import Asked, QuestionHandler, narrowed
 
 __all__ = ["CLIENT_INFO", "Negotiated", "Session"]
 
@@ -257,8 +257,12 @@ class Session:
         timeout: float | None = None,
         log_level: str | None = None,
         asked_by: str | int | None = None,
+        host_capabilities: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Send any method in the negotiated era; returns the final result.
+
+        ``host_capabilities`` (a 2026-07-28 host's, for its call) narrow what mcpx
+        declares to a modern upstream in this request's ``_meta``.
 
         Raises:
             McpError: the upstream answered with a JSON-RPC error.
@@ -269,7 +273,7 @@ class Session:
             return await self._legacy(method, params, timeout)
         body = dict(params or {})
         for _round in range(self.ask_rounds + 1):
-            result = await self._send_modern(method, body, timeout, log_level)
+            result = await self._send_modern(method, body, timeout, log_level, host_capabilities)
             if result.get("resultType", "complete") != "input_required":
                 return result
             if method not in ASKING_METHODS:
@@ -315,9 +319,11 @@ class Session:
         body: dict[str, Any],
         timeout: float | None,
         log_level: str | None = None,
+        host_capabilities: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         for _attempt in range(2):
-            params = {**body, "_meta": self._meta(body.get("_meta"), log_level)}
+            meta = self._meta(body.get("_meta"), log_level, host_capabilities)
+            params = {**body, "_meta": meta}
             try:
                 return await self.conn.request(
                     method, params, headers=self._modern_headers(method, params), timeout=timeout
@@ -334,12 +340,13 @@ class Session:
             ) from exc
         self.negotiated.revision = revision
 
-    def _meta(self, given: Any, log_level: str | None) -> dict[str, Any]:
+    def _meta(
+        self, given: Any, log_level: str | None, host: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         meta = dict(given) if isinstance(given, dict) else {}
         meta["io.modelcontextprotocol/protocolVersion"] = self.revision
-        meta["io.modelcontextprotocol/clientCapabilities"] = self.handler.capabilities(
-            self.revision
-        )
+        ours = self.handler.capabilities(self.revision)
+        meta["io.modelcontextprotocol/clientCapabilities"] = narrowed(ours, host)
         meta["io.modelcontextprotocol/clientInfo"] = CLIENT_INFO
         if log_level is not None:
             meta["io.modelcontextprotocol/logLevel"] = log_level

@@ -1,29 +1,43 @@
 """The daemon's stdio channel: MCP hosts reached through ``mcpx serve``, one per connection.
 
-Job: accept raw newline-delimited JSON-RPC on ``<state>/mcpx-stdio.sock`` (mode 0600) and
-serve each connection exactly as a stdio MCP server would, through ``server.dispatch``.
-``mcpx serve`` only relays bytes between its own stdin/stdout and this socket, so every
-bit of MCP logic stays here, in the daemon.
+Job: serve each connection on ``<state>/mcpx-stdio.sock`` (mode 0600) exactly as a stdio
+MCP server would, through ``server.dispatch``: newline-delimited JSON-RPC. Every bit of
+MCP logic stays here, in the daemon; ``mcpx serve`` carries none. A connection is one of:
+
+- a hand-off: its first message is ``HANDOFF`` carrying two file descriptors
+  (SCM_RIGHTS), the host's pipes that are ``mcpx serve``'s stdin and stdout. The daemon
+  answers ``OK`` and reads and writes those pipes itself; the connection then only says
+  the shim is alive (its close ends the host's session, as an EOF would). Refused with
+  ``NO <reason>`` (then closed, the descriptors with it) when they are not pipes or
+  sockets, or this anyio cannot wait on a descriptor; the shim then relays instead.
+- a relay: anything else. The JSON lines arrive on the connection itself (``mcpx serve``
+  copying its stdin and stdout, or any client of the socket).
 
 Invariants:
 
 - One connection is one stdio host: its own ``Conn(transport="stdio")``, which can push,
   and identity ``stdio:<peer pid>`` (SO_PEERCRED; a counter where that is unavailable).
+- A host's descriptors are the daemon's own copies: made non-blocking for the session,
+  their flags put back and both closed when it ends, before the connection is.
 - Requests run concurrently, each in a task owned by the connection, so a slow call does
   not hold up the next line. ``initialize`` and notifications are handled in line: the
   handshake is settled before anything after it is read.
-- Every frame leaves through one writer task, a whole line at a time, in the order the
-  frames were finished: answers and pushes never interleave.
+- Every frame leaves through one writer task, whole lines only (those finished
+  together in one write), in the order the frames were finished: answers and pushes
+  never interleave.
 - At EOF, requests in flight get ``transport.stdioDrain`` to answer; then the connection
   closes. When the daemon stops, every connection ends with the channel.
 """
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import logging
 import math
+import os
 import socket
+import stat
 import struct
 from collections.abc import Callable
 from contextlib import suppress
@@ -31,7 +45,15 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
-from anyio.abc import SocketAttribute, SocketStream, TaskGroup
+import anyio.lowlevel
+from anyio.abc import (
+    ByteReceiveStream,
+    ByteSendStream,
+    SocketAttribute,
+    SocketStream,
+    TaskGroup,
+    UNIXSocketStream,
+)
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -40,7 +62,7 @@ from mcpx.ops import OpContext
 from mcpx.server import Conn, dispatch
 from mcpx.wire import Kind, McpError
 
-__all__ = ["MAX_LINE", "serve_stdio_channel"]
+__all__ = ["HANDOFF", "MAX_LINE", "serve_stdio_channel"]
 
 log = logging.getLogger("mcpx.daemon.stdio")
 
@@ -49,6 +71,13 @@ log = logging.getLogger("mcpx.daemon.stdio")
 MAX_LINE: Final = 64 * 1024 * 1024
 _BATCH_REVISION: Final = "2025-03-26"  # the only revision with JSON-RPC batches
 _counter = itertools.count(1)
+# The first message of a hand-off, with the host's stdin and stdout attached (SCM_RIGHTS).
+HANDOFF: Final = b"MCPX-STDIO-FDS 1\n"
+_CHUNK: Final = 64 * 1024
+# Waiting on an arbitrary descriptor came with anyio 4.7; without it, hand-offs are refused.
+_wait_readable = getattr(anyio, "wait_readable", None)
+_wait_writable = getattr(anyio, "wait_writable", None)
+_notify_closing = getattr(anyio, "notify_closing", None)
 
 
 async def serve_stdio_channel(
@@ -64,7 +93,87 @@ async def serve_stdio_channel(
     listener = await anyio.create_unix_listener(path, mode=0o600)
     task_status.started()
     async with listener:
-        await listener.serve(lambda stream: _Channel(stream, ctx()).run())
+        await listener.serve(lambda stream: _accept(stream, ctx()))
+
+
+async def _accept(stream: SocketStream, ctx: OpContext) -> None:
+    """One connection: a hand-off of the host's pipes, or a relay of its lines."""
+    identity = _peer(stream)
+    async with stream:
+        try:
+            if isinstance(stream, UNIXSocketStream):
+                first, fds = await stream.receive_fds(_CHUNK, 2)
+            else:
+                first, fds = await stream.receive(_CHUNK), []
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return
+        if first == HANDOFF and fds:
+            await _handed_off(stream, fds, identity, ctx)
+            return
+        for fd in fds:  # descriptors nobody asked for
+            os.close(fd)
+        await _Channel(identity, ctx, _Prefixed(first, stream), stream).run()
+
+
+async def _handed_off(stream: SocketStream, fds: list[int], identity: str, ctx: OpContext) -> None:
+    """Serve the host on its own pipes while ``mcpx serve`` waits on ``stream``."""
+    refusal = _refusal(fds)
+    if refusal is not None:
+        for fd in fds:
+            os.close(fd)
+        log.info("stdio hand-off refused (%s): %s", refusal, identity)
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await stream.send(b"NO " + refusal.encode() + b"\n")
+        return
+    receive, send = _FdReceiveStream(fds[0]), _FdSendStream(fds[1])
+    try:
+        try:
+            receive.start()
+            send.start()
+        except OSError as exc:
+            log.warning("stdio hand-off refused (%s): %s", exc, identity)
+            await receive.aclose()  # flags put back before the shim relays on them
+            await send.aclose()
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.send(b"NO " + str(exc).encode() + b"\n")
+            return
+        channel = _Channel(identity, ctx, receive, send, mode="hand-off")
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await stream.send(b"OK\n")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_watch_shim, stream, channel.stop_reading)
+                await channel.run()
+                tg.cancel_scope.cancel()
+    finally:
+        # Before the connection closes: the shim's exit then means the host's pipes are
+        # no longer written by anyone.
+        await receive.aclose()
+        await send.aclose()
+
+
+def _refusal(fds: list[int]) -> str | None:
+    """Why the descriptors of a hand-off cannot be served here, or None."""
+    if None in (_wait_readable, _wait_writable, _notify_closing):
+        return "this anyio cannot wait on a descriptor"
+    if len(fds) != 2:
+        return f"{len(fds)} descriptors, not 2"
+    for fd in fds:
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError as exc:
+            return f"descriptor: {exc}"
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            return "not a pipe or a socket"
+    return None
+
+
+async def _watch_shim(stream: SocketStream, gone: Callable[[], None]) -> None:
+    """``mcpx serve`` keeps the connection open while its host runs; it closing (the
+    shim was killed, or ended) ends the session as an EOF on stdin would."""
+    with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        while await stream.receive():
+            pass  # the shim says nothing after the hand-off
+    gone()
 
 
 def _peer(stream: SocketStream) -> str:
@@ -84,30 +193,51 @@ def _peer(stream: SocketStream) -> str:
 class _Channel:
     """One accepted connection: read lines, dispatch them, write the answers back."""
 
-    def __init__(self, stream: SocketStream, ctx: OpContext) -> None:
-        self.stream = stream
+    def __init__(
+        self,
+        identity: str,
+        ctx: OpContext,
+        receive: ByteReceiveStream,
+        send: ByteSendStream,
+        *,
+        mode: str = "relay",
+    ) -> None:
+        self.receive = receive
+        self.send = send
         self.ctx = ctx
-        self.identity = _peer(stream)
+        self.identity = identity
+        self.mode = mode
         self._out: MemoryObjectSendStream[bytes] | None = None
+        # Reading the host's lines; cancelled when the shim of a hand-off is gone.
+        self._reading = anyio.CancelScope()
         # Requests being answered, by id: notifications/cancelled cancels one.
         self._running: dict[wire.RequestId, anyio.CancelScope] = {}
         self.conn = Conn(transport="stdio", push=self._push, identity=self.identity)
 
     async def run(self) -> None:
-        log.info("stdio host connected: %s", self.identity)
+        log.info("stdio host connected (%s): %s", self.mode, self.identity)
         send, receive = anyio.create_memory_object_stream[bytes](math.inf)
         self._out = send
-        async with self.stream, anyio.create_task_group() as outer:
+        async with anyio.create_task_group() as outer:
             outer.start_soon(self._writer, receive)
             async with send:  # closed after the last answer: the writer then ends
                 await self._serve_lines()
         log.info("stdio host gone: %s", self.identity)
 
+    def stop_reading(self) -> None:
+        """Read no more lines; what is in flight drains as at EOF."""
+        self._reading.cancel()
+
     async def _writer(self, receive: MemoryObjectReceiveStream[bytes]) -> None:
         async with receive:
             async for line in receive:
+                # Whatever else is finished goes in the same write.
+                lines = [line]
+                with suppress(anyio.WouldBlock):
+                    while len(lines) < 64:
+                        lines.append(receive.receive_nowait())
                 try:
-                    await self.stream.send(line)
+                    await self.send.send(b"".join(lines) if len(lines) > 1 else line)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     return  # the host went away; the remaining answers have no reader
 
@@ -122,14 +252,15 @@ class _Channel:
             self._out.send_nowait(wire.dumps(frame) + b"\n")
 
     async def _serve_lines(self) -> None:
-        reader = BufferedByteReceiveStream(self.stream)
+        reader = BufferedByteReceiveStream(self.receive)
         drain = float(self.ctx.settings["transport.stdioDrain"])
         async with anyio.create_task_group() as requests:
-            more = True
-            while more:
-                line, more = await _read_line(reader)
-                if line.strip():
-                    await self._frame(line, requests)
+            with self._reading:
+                more = True
+                while more:
+                    line, more = await _read_line(reader)
+                    if line.strip():
+                        await self._frame(line, requests)
             # EOF: what is in flight gets the drain period, then is cancelled.
             requests.cancel_scope.deadline = anyio.current_time() + drain
 
@@ -211,3 +342,90 @@ async def _read_line(reader: BufferedByteReceiveStream) -> tuple[bytes, bool]:
         return b"", False
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         return b"", False
+
+
+class _Prefixed(ByteReceiveStream):
+    """``stream``, after the bytes already read from it."""
+
+    def __init__(self, first: bytes, stream: ByteReceiveStream) -> None:
+        self._first = first
+        self._stream = stream
+
+    async def receive(self, max_bytes: int = _CHUNK) -> bytes:
+        if self._first:
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            chunk, self._first = self._first[:max_bytes], self._first[max_bytes:]
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+            return chunk
+        return await self._stream.receive(max_bytes)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class _Fd:
+    """A host's descriptor, owned from the start: non-blocking once started, its flags
+    put back when closed (the file description is shared with ``mcpx serve``'s)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.closed = False
+        self._flags: int | None = None
+
+    def start(self) -> None:
+        self._flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
+        fcntl.fcntl(self.fd, fcntl.F_SETFL, self._flags | os.O_NONBLOCK)
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if _notify_closing is not None:
+            _notify_closing(self.fd)
+        if self._flags is not None:
+            with suppress(OSError):
+                fcntl.fcntl(self.fd, fcntl.F_SETFL, self._flags)
+        os.close(self.fd)
+        await anyio.lowlevel.checkpoint()
+
+
+class _FdReceiveStream(_Fd, ByteReceiveStream):
+    """The host's stdin (a pipe or a socket), read directly."""
+
+    async def receive(self, max_bytes: int = _CHUNK) -> bytes:
+        assert _wait_readable is not None
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            if self.closed:
+                raise anyio.ClosedResourceError
+            try:
+                data = os.read(self.fd, max_bytes)
+            except BlockingIOError:
+                await _wait_readable(self.fd)
+                continue
+            except OSError as exc:
+                raise anyio.BrokenResourceError from exc
+            if not data:
+                raise anyio.EndOfStream
+            # Read is read: a cancellation from here on must not lose the bytes.
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+            return data
+
+
+class _FdSendStream(_Fd, ByteSendStream):
+    """The host's stdout (a pipe or a socket), written directly."""
+
+    async def send(self, item: bytes) -> None:
+        assert _wait_writable is not None
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        view = memoryview(item)
+        while view:
+            if self.closed:
+                raise anyio.ClosedResourceError
+            try:
+                view = view[os.write(self.fd, view) :]
+            except BlockingIOError:
+                await _wait_writable(self.fd)
+            except OSError as exc:  # EPIPE: the host is gone
+                raise anyio.BrokenResourceError from exc
+        await anyio.lowlevel.cancel_shielded_checkpoint()

@@ -29,6 +29,9 @@ class OpContext:
     # Who the request is from: the pool's scope for servers with scope "identity".
     # A per-request copy carries it (dataclasses.replace); the daemon's own has None.
     identity: str | None = None
+    # A 2026-07-28 host's declared capabilities, for its request: mcpx declares no more
+    # than these to a modern upstream on its behalf. None: no host to narrow by.
+    host_capabilities: dict[str, Any] | None = None
     # Sees every frame the server side sends a host: the revision it was spelled for
     # (None when none was judged yet), the frame, the method a result answers.
     trace: Callable[[str | None, Mapping[str, Any], str | None], None] | None = None

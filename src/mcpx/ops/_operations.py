@@ -157,6 +157,25 @@ def _check_arguments(server: str, tool: dict[str, Any], arguments: dict[str, Any
         )
 
 
+def _for_caller(
+    ctx: OpContext,
+    server: str,
+    method: str,
+    params: dict[str, Any],
+    timeout: float | None = None,
+) -> Awaitable[dict[str, Any]]:
+    """One upstream request on the caller's behalf: in its scope, narrowed to its
+    capabilities (both None for /v1 callers)."""
+    return ctx.pool.request(
+        server,
+        method,
+        params,
+        identity=ctx.identity,
+        timeout=timeout,
+        host_capabilities=ctx.host_capabilities,
+    )
+
+
 async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
     server, name = args["server"], args["tool"]
     arguments = args.get("arguments") or {}
@@ -166,9 +185,7 @@ async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
     params = {"name": name, "arguments": arguments}
     return await _upstream(
         server,
-        ctx.pool.request(
-            server, "tools/call", params, identity=ctx.identity, timeout=args.get("timeout")
-        ),
+        _for_caller(ctx, server, "tools/call", params, timeout=args.get("timeout")),
     )
 
 
@@ -188,7 +205,7 @@ async def prompts_get(ctx: OpContext, args: dict[str, Any]) -> Any:
     params: dict[str, Any] = {"name": args["name"]}
     if args.get("arguments"):
         params["arguments"] = args["arguments"]
-    get = ctx.pool.request(args["server"], "prompts/get", params, identity=ctx.identity)
+    get = _for_caller(ctx, args["server"], "prompts/get", params)
     return await _upstream(args["server"], get)
 
 
@@ -204,7 +221,7 @@ async def resources_read(ctx: OpContext, args: dict[str, Any]) -> Any:
     params = {"uri": args["uri"]}
     return await _upstream(
         args["server"],
-        ctx.pool.request(args["server"], "resources/read", params, identity=ctx.identity),
+        _for_caller(ctx, args["server"], "resources/read", params),
     )
 
 
@@ -217,7 +234,8 @@ async def complete(ctx: OpContext, args: dict[str, Any]) -> Any:
         return from_catalogue(server, entry, args["ref"], args["argument"])
     params = {"ref": args["ref"], "argument": args["argument"]}
     out = await _upstream(
-        server, ctx.pool.request(server, "completion/complete", params, identity=ctx.identity)
+        server,
+        _for_caller(ctx, server, "completion/complete", params),
     )
     return {**out, "source": "server"}
 

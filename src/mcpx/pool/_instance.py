@@ -106,7 +106,11 @@ class Instance:
             await self._ended.wait()
 
     async def request(
-        self, method: str, params: dict[str, Any] | None, timeout: float
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float,
+        host_capabilities: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One upstream call on this instance.
 
@@ -121,7 +125,9 @@ class Instance:
         self.in_flight += 1
         self.last_used = time.monotonic()
         try:
-            return await session.request(method, params, timeout=timeout)
+            return await session.request(
+                method, params, timeout=timeout, host_capabilities=host_capabilities
+            )
         finally:
             self.in_flight -= 1
             self.last_used = time.monotonic()

@@ -142,15 +142,20 @@ class Pool:
         *,
         identity: str | None = None,
         timeout: float | None = None,
+        host_capabilities: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One upstream call, bounded by the call budget (``timeout`` can only lower it).
+
+        ``host_capabilities``: a 2026-07-28 host's own, which narrow what mcpx declares
+        to a modern upstream for this call.
 
         Raises:
             UnknownServer, McpError, UpstreamError: as for ``instance`` and the call.
         """
         inst = await self.instance(name, identity)
         try:
-            return await inst.request(method, params, call_budget(self.settings, timeout))
+            budget = call_budget(self.settings, timeout)
+            return await inst.request(method, params, budget, host_capabilities)
         finally:
             if not inst.usable:
                 self._instances.pop((name, inst.scope_key), None)

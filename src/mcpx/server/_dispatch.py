@@ -128,10 +128,11 @@ async def _answer(
     )
     # None: a scope of its own (a 2026-07-28 request); what it started ends with it.
     scope = identity or f"request:{next(_REQUESTS)}"
+    # A 2026-07-28 host's capabilities go upstream with its call, narrowing mcpx's own.
+    host = view.capabilities if rev in MODERN else None
+    per_request = replace(ctx, identity=scope, host_capabilities=host)
     try:
-        result = await handler(
-            _Call(method, params, view, replace(ctx, identity=scope), settings, rev)
-        )
+        result = await handler(_Call(method, params, view, per_request, settings, rev))
     finally:
         if identity is None:
             with anyio.CancelScope(shield=True):

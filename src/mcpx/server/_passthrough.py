@@ -128,8 +128,9 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
     from mcpx.pool import PoolFull, UnknownServer
 
     try:
+        sent = _upstream_params(params)
         return await ctx.pool.request(
-            server, method, _upstream_params(params), identity=ctx.identity
+            server, method, sent, identity=ctx.identity, host_capabilities=ctx.host_capabilities
         )
     except McpError:
         raise
