@@ -242,7 +242,12 @@ class McpEndpoint:
         async def run(answer: LazyAnswer) -> wire.Frame | None:
             conn = Conn(transport="http")
             return await dispatch(
-                frame, conn, ctx, settings=ctx.settings, header_version=header_version
+                frame,
+                conn,
+                ctx,
+                settings=ctx.settings,
+                header_version=header_version,
+                notify=answer.emit,
             )
 
         return self._lazy(request, run, modern=True)
@@ -280,7 +285,12 @@ class McpEndpoint:
         async def run(answer: LazyAnswer) -> wire.Frame | None:
             conn = session.conn
             return await dispatch(
-                frame, conn, ctx, settings=ctx.settings, header_version=header_version
+                frame,
+                conn,
+                ctx,
+                settings=ctx.settings,
+                header_version=header_version,
+                notify=answer.emit,
             )
 
         return self._lazy(request, run, modern=False)

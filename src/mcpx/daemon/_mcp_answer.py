@@ -31,7 +31,7 @@ __all__ = ["LazyAnswer"]
 
 _KEEPALIVE: Final = b": keepalive\n\n"
 # Emitted frames waiting for the writer; a slow client holds up the request, not memory.
-_BUFFER: Final = 64
+_BUFFER: Final = 256
 
 
 def _event(frame: wire.Frame) -> bytes:
@@ -64,10 +64,19 @@ class LazyAnswer:
         self._in: MemoryObjectReceiveStream[tuple[bool, Any]] = receive
         self.streaming = False
         self.disconnected = False
+        self.dropped = 0
 
-    async def emit(self, frame: wire.Frame) -> None:
-        """Send ``frame`` to the client now, on the request's own stream."""
-        await self._out.send((False, frame))
+    def emit(self, frame: wire.Frame) -> None:
+        """Send ``frame`` to the client now, on the request's own stream.
+
+        Never blocks: with ``_BUFFER`` frames already waiting for a slow client, or
+        after the answer, the frame is dropped (relayed progress and log lines are
+        worth less than a stalled upstream reader).
+        """
+        try:
+            self._out.send_nowait((False, frame))
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.dropped += 1
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async with anyio.create_task_group() as tg:

@@ -29,7 +29,7 @@ from starlette.applications import Starlette
 from mcpx import __version__, wire
 from mcpx.client import EraCache, Hooks
 from mcpx.config import ServerConfig, Settings
-from mcpx.ops import Catalogue, OpContext
+from mcpx.ops import Catalogue, OpContext, Relay
 from mcpx.pool import open_pool
 from mcpx.server import Audience
 
@@ -100,7 +100,9 @@ def _is_loopback(address: str) -> bool:
         return address == "localhost"
 
 
-def _hooks(catalogue: list[Catalogue], audience: Audience, settings: Settings) -> Hooks:
+def _hooks(
+    catalogue: list[Catalogue], audience: Audience, relay: Relay, settings: Settings
+) -> Hooks:
     def on_stderr(server: str, line: str) -> None:
         upstream_log.info(line, extra={"server": server})
 
@@ -109,6 +111,8 @@ def _hooks(catalogue: list[Catalogue], audience: Audience, settings: Settings) -
             catalogue[0].invalidate(server)
             # After the invalidation: a host that lists again sees the new list.
             audience.upstream_notified(server, method, settings["mcp.passthrough"])
+        # Progress and log lines back to the hosts whose calls are running.
+        relay.upstream_notified(server, method, params)
         if method == "notifications/message":
             upstream_log.info("log: %s", params.get("data"), extra={"server": server})
 
@@ -158,16 +162,17 @@ def serve(
     catalogues: list[Catalogue] = []
     trace = _frame_trace(settings)
     audience = Audience(settings.policy(), trace)
+    relay = Relay()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         cache = EraCache(paths.eras) if settings["upstream.eraCache"] else None
-        hooks = _hooks(catalogues, audience, settings)
+        hooks = _hooks(catalogues, audience, relay, settings)
         async with open_pool(servers, settings, cache=cache, hooks=hooks) as pool:
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
-            holder.append(OpContext(pool, catalogue, settings, trace=trace))
+            holder.append(OpContext(pool, catalogue, settings, trace=trace, relay=relay))
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)
             # Inside the pool's context: stdio hosts end before the upstreams they use.
             async with anyio.create_task_group() as channels:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._errors import ERROR_SCHEMA, OpError
 from ._openapi import openapi
-from ._operations import OPERATIONS, by_name
+from ._operations import OPERATIONS, TRACE_KEYS, by_name, request_for_caller
+from ._relay import LEVELS, Notify, Relay, more_verbose
 from ._search import rank_tools
 from ._table import Cli, Operation, Param
 
@@ -19,16 +20,22 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ERROR_SCHEMA",
+    "LEVELS",
     "OPERATIONS",
+    "TRACE_KEYS",
     "Catalogue",
     "Cli",
+    "Notify",
     "OpContext",
     "OpError",
     "Operation",
     "Param",
+    "Relay",
     "by_name",
+    "more_verbose",
     "openapi",
     "rank_tools",
+    "request_for_caller",
 ]
 
 

@@ -13,6 +13,7 @@ from mcpx.config import Settings
 from mcpx.pool import Pool
 
 from ._catalogue import Catalogue
+from ._relay import Notify, Relay
 
 __all__ = ["OpContext"]
 
@@ -32,6 +33,13 @@ class OpContext:
     # A 2026-07-28 host's declared capabilities, for its request: mcpx declares no more
     # than these to a modern upstream on its behalf. None: no host to narrow by.
     host_capabilities: dict[str, Any] | None = None
+    # Upstream notifications during calls, back to their hosts (one per daemon).
+    relay: Relay = field(default_factory=Relay)
+    # Per request: how to tell its host something now (None: it cannot be told), the
+    # log level the host asked for, and the host's own _meta (trace context, token).
+    notify: Notify | None = None
+    log_level: str | None = None
+    caller_meta: dict[str, Any] | None = None
     # Sees every frame the server side sends a host: the revision it was spelled for
     # (None when none was judged yet), the frame, the method a result answers.
     trace: Callable[[str | None, Mapping[str, Any], str | None], None] | None = None

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from mcpx import spec, wire
 
 from ._errors import OpError
+from ._relay import more_verbose
 from ._search import rank_tools
 from ._table import Cli, Operation, Param
 
@@ -17,7 +18,10 @@ if TYPE_CHECKING:
 # The handlers import the pool, the client and jsonschema when they first run:
 # the CLI reads this table to build its commands and must start fast.
 
-__all__ = ["OPERATIONS", "by_name"]
+__all__ = ["OPERATIONS", "TRACE_KEYS", "by_name", "request_for_caller"]
+
+# W3C trace context in _meta: passed upstream unchanged.
+TRACE_KEYS: Final = ("traceparent", "tracestate", "baggage")
 
 T = TypeVar("T")
 
@@ -157,23 +161,33 @@ def _check_arguments(server: str, tool: dict[str, Any], arguments: dict[str, Any
         )
 
 
-def _for_caller(
+async def request_for_caller(
     ctx: OpContext,
     server: str,
     method: str,
     params: dict[str, Any],
     timeout: float | None = None,
-) -> Awaitable[dict[str, Any]]:
+) -> dict[str, Any]:
     """One upstream request on the caller's behalf: in its scope, narrowed to its
-    capabilities (both None for /v1 callers)."""
-    return ctx.pool.request(
-        server,
-        method,
-        params,
-        identity=ctx.identity,
-        timeout=timeout,
-        host_capabilities=ctx.host_capabilities,
-    )
+    capabilities, with its trace context; the upstream's progress and log messages go
+    back to it while the request runs (all absent for /v1 callers)."""
+    caller = ctx.caller_meta or {}
+    meta: dict[str, Any] = {k: caller[k] for k in TRACE_KEYS if k in caller}
+    meta |= params.get("_meta") or {}
+    level = more_verbose(ctx.log_level, str(ctx.settings["log.level"]))
+    with ctx.relay.call(server, ctx.notify, caller, ctx.log_level) as token:
+        if token is not None:
+            meta["progressToken"] = token
+        sent = {**params, "_meta": meta} if meta else params
+        return await ctx.pool.request(
+            server,
+            method,
+            sent,
+            identity=ctx.identity,
+            timeout=timeout,
+            host_capabilities=ctx.host_capabilities,
+            log_level=level,
+        )
 
 
 async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
@@ -185,7 +199,7 @@ async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
     params = {"name": name, "arguments": arguments}
     return await _upstream(
         server,
-        _for_caller(ctx, server, "tools/call", params, timeout=args.get("timeout")),
+        request_for_caller(ctx, server, "tools/call", params, timeout=args.get("timeout")),
     )
 
 
@@ -205,7 +219,7 @@ async def prompts_get(ctx: OpContext, args: dict[str, Any]) -> Any:
     params: dict[str, Any] = {"name": args["name"]}
     if args.get("arguments"):
         params["arguments"] = args["arguments"]
-    get = _for_caller(ctx, args["server"], "prompts/get", params)
+    get = request_for_caller(ctx, args["server"], "prompts/get", params)
     return await _upstream(args["server"], get)
 
 
@@ -221,7 +235,7 @@ async def resources_read(ctx: OpContext, args: dict[str, Any]) -> Any:
     params = {"uri": args["uri"]}
     return await _upstream(
         args["server"],
-        _for_caller(ctx, args["server"], "resources/read", params),
+        request_for_caller(ctx, args["server"], "resources/read", params),
     )
 
 
@@ -235,7 +249,7 @@ async def complete(ctx: OpContext, args: dict[str, Any]) -> Any:
     params = {"ref": args["ref"], "argument": args["argument"]}
     out = await _upstream(
         server,
-        _for_caller(ctx, server, "completion/complete", params),
+        request_for_caller(ctx, server, "completion/complete", params),
     )
     return {**out, "source": "server"}
 

@@ -111,6 +111,7 @@ class Instance:
         params: dict[str, Any] | None,
         timeout: float,
         host_capabilities: dict[str, Any] | None = None,
+        log_level: str | None = None,
     ) -> dict[str, Any]:
         """One upstream call on this instance.
 
@@ -126,7 +127,11 @@ class Instance:
         self.last_used = time.monotonic()
         try:
             return await session.request(
-                method, params, timeout=timeout, host_capabilities=host_capabilities
+                method,
+                params,
+                timeout=timeout,
+                host_capabilities=host_capabilities,
+                log_level=log_level,
             )
         finally:
             self.in_flight -= 1

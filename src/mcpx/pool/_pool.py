@@ -143,6 +143,7 @@ class Pool:
         identity: str | None = None,
         timeout: float | None = None,
         host_capabilities: dict[str, Any] | None = None,
+        log_level: str | None = None,
     ) -> dict[str, Any]:
         """One upstream call, bounded by the call budget (``timeout`` can only lower it).
 
@@ -155,7 +156,7 @@ class Pool:
         inst = await self.instance(name, identity)
         try:
             budget = call_budget(self.settings, timeout)
-            return await inst.request(method, params, budget, host_capabilities)
+            return await inst.request(method, params, budget, host_capabilities, log_level)
         finally:
             if not inst.usable:
                 self._instances.pop((name, inst.scope_key), None)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from mcpx import wire
-from mcpx.shapes import downgrade, envelope, server_capabilities
+from mcpx.shapes import downgrade, downgrade_notification, envelope, server_capabilities
 from mcpx.spec import MODERN
 from mcpx.wire import InvalidParams, InvalidRequest, McpError, MethodNotFound
 
@@ -74,10 +74,13 @@ async def dispatch(
     *,
     settings: Settings,
     header_version: str | None = None,
+    notify: Callable[[JSON], None] | None = None,
 ) -> JSON | None:
     """The response to ``frame`` (None for a notification).
 
     ``header_version`` is the ``MCP-Protocol-Version`` header on HTTP (None on stdio).
+    ``notify`` sends a notification frame to the client at once, ahead of the response
+    (on the request's own stream, or the stdio pipe); None: nothing can be.
     A legacy ``initialize`` records the handshake on ``conn``.
     """
     if "id" not in frame:
@@ -87,7 +90,7 @@ async def dispatch(
     request_id = frame["id"]
     judged: list[str] = []
     try:
-        result = await _answer(frame, conn, ctx, settings, header_version, judged)
+        result = await _answer(frame, conn, ctx, settings, header_version, judged, notify)
         reply = wire.result(request_id, result)
     except McpError as exc:
         reply = wire.error(request_id, exc)
@@ -105,6 +108,7 @@ async def _answer(
     settings: Settings,
     header_version: str | None,
     judged: list[str],
+    notify: Callable[[JSON], None] | None,
 ) -> JSON:
     method, params = frame.get("method"), frame.get("params", {})
     if not isinstance(method, str):
@@ -130,7 +134,14 @@ async def _answer(
     scope = identity or f"request:{next(_REQUESTS)}"
     # A 2026-07-28 host's capabilities go upstream with its call, narrowing mcpx's own.
     host = view.capabilities if rev in MODERN else None
-    per_request = replace(ctx, identity=scope, host_capabilities=host)
+    per_request = replace(
+        ctx,
+        identity=scope,
+        host_capabilities=host,
+        notify=_spelling(notify, rev, ctx, settings),
+        log_level=view.log_level,
+        caller_meta=dict(meta) if isinstance(meta, Mapping) else None,
+    )
     try:
         result = await handler(_Call(method, params, view, per_request, settings, rev))
     finally:
@@ -138,6 +149,23 @@ async def _answer(
             with anyio.CancelScope(shield=True):
                 await ctx.pool.release(scope)
     return _spelled(method, result, rev, ctx, settings)
+
+
+def _spelling(
+    send: Callable[[JSON], None] | None, rev: str, ctx: OpContext, settings: Settings
+) -> Callable[[str, JSON], None] | None:
+    """``send`` for notifications built in the newest shape, spelled for ``rev``."""
+    if send is None:
+        return None
+    policy = settings.policy()
+
+    def notify(method: str, params: JSON) -> None:
+        frame = wire.notification(method, downgrade_notification(method, params, rev, policy))
+        if ctx.trace is not None:
+            ctx.trace(rev, frame, None)
+        send(frame)
+
+    return notify
 
 
 def _spelled(method: str, result: JSON, rev: str, ctx: OpContext, settings: Settings) -> JSON:

@@ -125,13 +125,11 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
             the call failed on mcpx's side (the server could not start, a timeout).
     """
     from mcpx.client import UpstreamError
+    from mcpx.ops import request_for_caller
     from mcpx.pool import PoolFull, UnknownServer
 
     try:
-        sent = _upstream_params(params)
-        return await ctx.pool.request(
-            server, method, sent, identity=ctx.identity, host_capabilities=ctx.host_capabilities
-        )
+        return await request_for_caller(ctx, server, method, _upstream_params(params))
     except McpError:
         raise
     except (UpstreamError, PoolFull, UnknownServer) as exc:

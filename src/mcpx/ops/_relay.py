@@ -1,0 +1,126 @@
+"""What an upstream says during a call, relayed to the host that made it.
+
+Invariants:
+
+- A host's ``progressToken`` never goes upstream: the call carries one of mcpx's own
+  (``mcpx-<n>``, unique in the daemon, so on every upstream connection), and each
+  ``notifications/progress`` for it reaches the host with the host's token restored.
+- Progress is relayed only while the call is in flight, only when it moves forward,
+  never after it reached its total, and at most once per ``PROGRESS_INTERVAL`` per call,
+  except the report that reaches the total.
+- ``notifications/message`` goes to every host with a call in flight on that server
+  whose level it meets; a host that set no level gets none (S-LOG-4).
+- Relaying never blocks the upstream's reader: ``notify`` is synchronous, and the
+  transport behind it queues or drops.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = ["LEVELS", "Notify", "Relay", "more_verbose"]
+
+# Sends one notification (method, params) to the host, spelled for its revision.
+Notify = Callable[[str, dict[str, Any]], None]
+
+LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+PROGRESS_INTERVAL: Final = 0.02
+_RANK: Final = {level: i for i, level in enumerate(LEVELS)}
+
+
+def more_verbose(*levels: str | None) -> str | None:
+    """The most verbose of ``levels`` (None where none is set)."""
+    known = [lv for lv in levels if lv in _RANK]
+    return min(known, key=_RANK.__getitem__) if known else None
+
+
+@dataclass
+class _Call:
+    server: str
+    notify: Notify
+    level: str | None
+    host_token: str | int | None
+    last: float = -math.inf
+    finished: bool = False
+    sent_at: float = -math.inf
+    dropped: int = field(default=0)
+
+
+class Relay:
+    """The calls in flight whose upstream notifications go back to a host."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _Call] = {}
+        self._by_token: dict[str, _Call] = {}
+        self._ids = itertools.count(1)
+
+    @contextmanager
+    def call(
+        self,
+        server: str,
+        notify: Notify | None,
+        meta: Mapping[str, Any] | None,
+        level: str | None,
+    ) -> Iterator[str | None]:
+        """Register one call for its duration; yields the upstream progress token
+        (None when the host asked for no progress or cannot be told)."""
+        if notify is None:
+            yield None
+            return
+        host_token = meta.get("progressToken") if meta is not None else None
+        n = next(self._ids)
+        entry = _Call(server, notify, level, host_token)
+        token = f"mcpx-{n}" if isinstance(host_token, str | int) else None
+        self._calls[n] = entry
+        if token is not None:
+            self._by_token[token] = entry
+        try:
+            yield token
+        finally:
+            self._calls.pop(n, None)
+            if token is not None:
+                self._by_token.pop(token, None)
+
+    def upstream_notified(self, server: str, method: str, params: Mapping[str, Any]) -> int:
+        """Relay one upstream notification; how many hosts were told."""
+        if method == "notifications/progress":
+            return self._progress(params)
+        if method == "notifications/message":
+            return self._message(server, params)
+        return 0
+
+    def _progress(self, params: Mapping[str, Any]) -> int:
+        entry = self._by_token.get(str(params.get("progressToken")))
+        progress = params.get("progress")
+        if entry is None or entry.finished or not isinstance(progress, int | float):
+            return 0
+        if progress <= entry.last:
+            return 0  # only forward movement is news
+        total = params.get("total")
+        final = isinstance(total, int | float) and progress >= total
+        now = time.monotonic()
+        if not final and now - entry.sent_at < PROGRESS_INTERVAL:
+            entry.dropped += 1
+            return 0
+        entry.last, entry.sent_at, entry.finished = progress, now, final
+        entry.notify("notifications/progress", {**params, "progressToken": entry.host_token})
+        return 1
+
+    def _message(self, server: str, params: Mapping[str, Any]) -> int:
+        level = params.get("level")
+        if level not in _RANK:
+            return 0
+        told = 0
+        for entry in list(self._calls.values()):
+            if entry.server != server or entry.level not in _RANK:
+                continue
+            if _RANK[str(level)] >= _RANK[str(entry.level)]:
+                entry.notify("notifications/message", dict(params))
+                told += 1
+        return told

@@ -1,0 +1,114 @@
+"""Progress and log messages of an upstream call, relayed to the host that made it.
+
+A real daemon with the demo upstream (its ``slow`` tool reports progress per step and
+logs when done); hosts on /mcp in a legacy session and as 2026-07-28 requests. Every
+frame the daemon sent is checked strictly against the host's revision at teardown.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from support.daemon import Daemon, running_daemon
+
+MODERN = "2026-07-28"
+BOTH = "application/json, text/event-stream"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    servers = {"demo": {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}}
+    with running_daemon(tmp_path_factory.mktemp("relay"), servers) as d:
+        yield d
+
+
+def _slow(meta: dict[str, Any], steps: int = 4) -> dict[str, Any]:
+    args = {"server": "demo", "tool": "slow", "arguments": {"seconds": 0.4, "steps": steps}}
+    return {"name": "mcpx_call", "arguments": args, "_meta": meta}
+
+
+def _events(r: httpx.Response) -> list[dict[str, Any]]:
+    assert r.headers["content-type"].startswith("text/event-stream"), r.text
+    return [
+        json.loads(line[len("data: ") :])
+        for line in r.text.splitlines()
+        if line.startswith("data: ")
+    ]
+
+
+def _session(mcp: httpx.Client, rev: str) -> dict[str, str]:
+    params: dict[str, Any] = {"protocolVersion": rev, "capabilities": {}}
+    params["clientInfo"] = {"name": "t", "version": "1"}
+    r = mcp.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+    assert "logging" in r.json()["result"]["capabilities"]
+    return {
+        "Mcp-Session-Id": r.headers["mcp-session-id"],
+        "MCP-Protocol-Version": rev,
+        "Accept": BOTH,
+    }
+
+
+def _check_progress(frames: list[dict[str, Any]], token: object, steps: int) -> None:
+    progress = [f["params"] for f in frames if f.get("method") == "notifications/progress"]
+    assert progress, frames
+    assert {p["progressToken"] for p in progress} == {token}  # the host's own, restored
+    values = [p["progress"] for p in progress]
+    assert values == sorted(set(values))  # only forward
+    assert values[-1] == steps == progress[-1]["total"]  # the final one always arrives
+
+
+@pytest.mark.parametrize("rev", ["2025-06-18", "2025-11-25"])
+def test_legacy_host_gets_progress_and_logs_on_the_call_stream(daemon: Daemon, rev: str) -> None:
+    with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
+        headers = _session(mcp, rev)
+        level = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "logging/setLevel",
+            "params": {"level": "info"},
+        }
+        assert mcp.post("/mcp", json=level, headers=headers).json()["result"] == {}
+        call = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": _slow({"progressToken": "tok"}),
+        }
+        frames = _events(mcp.post("/mcp", json=call, headers=headers))
+        _check_progress(frames, "tok", 4)
+        logs = [f["params"] for f in frames if f.get("method") == "notifications/message"]
+        assert any("slow: slept" in str(m["data"]) for m in logs), frames
+        assert frames[-1]["id"] == 3 and "slept" in frames[-1]["result"]["content"][0]["text"]
+        # Nothing asked for, nothing relayed: a plain JSON answer.
+        quiet = {**call, "id": 4, "params": _slow({})}
+        level["params"] = {"level": "emergency"}
+        mcp.post("/mcp", json={**level, "id": 5}, headers=headers)
+        r = mcp.post("/mcp", json=quiet, headers=headers)
+        assert r.headers["content-type"] == "application/json"
+
+
+def test_modern_host_gets_progress_and_logs_at_its_level(daemon: Daemon) -> None:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/logLevel": "info",
+        "progressToken": 7,
+    }
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "mcpx_call"}
+    frame = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": _slow(meta, steps=3)}
+    with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
+        frames = _events(mcp.post("/mcp", json=frame, headers={**headers, "Accept": BOTH}))
+        _check_progress(frames, 7, 3)
+        assert any(f.get("method") == "notifications/message" for f in frames)
+        assert frames[-1]["result"]["resultType"] == "complete"
+        # No logLevel: no log messages (S-LOG-4); progress still comes.
+        del meta["io.modelcontextprotocol/logLevel"]
+        frames = _events(mcp.post("/mcp", json=frame, headers={**headers, "Accept": BOTH}))
+        assert not [f for f in frames if f.get("method") == "notifications/message"]
+        _check_progress(frames, 7, 3)
