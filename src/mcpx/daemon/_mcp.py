@@ -143,6 +143,11 @@ class McpEndpoint:
     ) -> Response:
         return _traced(self._ctx(), None, _refuse(status, message, request_id))
 
+    def close(self) -> None:
+        """End every session (the daemon is stopping): their GET streams end too."""
+        for sid in list(self.sessions):
+            self._end(sid)
+
     def _prune(self, idle: float) -> None:
         # Idle sessions are dropped lazily, on the next request; one with an open stream
         # is in use even when silent.

@@ -172,7 +172,9 @@ def serve(
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
-            holder.append(OpContext(pool, catalogue, settings, trace=trace, relay=relay))
+            holder.append(
+                OpContext(pool, catalogue, settings, trace=trace, relay=relay, audience=audience)
+            )
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)
             # Inside the pool's context: stdio hosts end before the upstreams they use.
             async with anyio.create_task_group() as channels:
@@ -197,11 +199,33 @@ def serve(
     }
     paths.info.write_text(json.dumps(info))
     os.chmod(paths.info, 0o600)
-    config = uvicorn.Config(app, lifespan="on", log_config=None, access_log=False)
+    config = uvicorn.Config(
+        app,
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        # A host that does not let go of a stream gets this long after the graceful end.
+        timeout_graceful_shutdown=5,
+    )
     try:
-        uvicorn.Server(config).run(sockets=[unix, tcp])
+        _Server(config, on_stop=[audience.close, mcp.close]).run(sockets=[unix, tcp])
     finally:
         _remove(paths)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, telling the long-lived streams to end before it waits for them."""
+
+    def __init__(self, config: uvicorn.Config, on_stop: list[Callable[[], None]]) -> None:
+        super().__init__(config)
+        self._on_stop = on_stop
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Listen streams end gracefully (their result) and GET streams end, so that
+        # waiting for running requests does not wait for hosts that never hang up.
+        for stop in self._on_stop:
+            stop()
+        await super().shutdown(sockets)
 
 
 def _remove(paths: DaemonPaths) -> None:

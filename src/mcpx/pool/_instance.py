@@ -96,8 +96,19 @@ class Instance:
                 tg.cancel_scope.cancel()
 
             tg.start_soon(on_broken)
+            filter_ = _list_changes(session)
+            if filter_:
+                tg.start_soon(self._listen, session, filter_)
             await self._stop.wait()
             tg.cancel_scope.cancel()
+
+    async def _listen(self, session: Session, notifications: dict[str, Any]) -> None:
+        # A modern upstream tells of list changes only on a listen stream: hold one for
+        # the instance's life, and hand what it says to the hooks as a legacy one's is.
+        async with session.listen(notifications) as stream:
+            async for note in stream:
+                if note["method"] != "notifications/subscriptions/acknowledged":
+                    self._hooks.on_notification(self.server.name, note["method"], note["params"])
 
     async def stop(self) -> None:
         """Close the session (process ended, HTTP session deleted) and wait."""
@@ -155,3 +166,20 @@ class Instance:
             "inFlight": self.in_flight,
             "lastError": self.error,
         }
+
+
+_LIST_FLAGS = {"tools": "toolsListChanged", "prompts": "promptsListChanged"}
+_LIST_FLAGS["resources"] = "resourcesListChanged"
+
+
+def _list_changes(session: Session) -> dict[str, Any]:
+    """The listen filter for the list changes a modern upstream declared it sends."""
+    negotiated = session.negotiated
+    if not session.modern or negotiated is None:
+        return {}
+    caps = negotiated.capabilities
+    return {
+        flag: True
+        for kind, flag in _LIST_FLAGS.items()
+        if isinstance(caps.get(kind), dict) and caps[kind].get("listChanged") is True
+    }

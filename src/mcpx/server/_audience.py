@@ -18,6 +18,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+import anyio
+
 from mcpx import wire
 from mcpx.shapes import downgrade_notification
 from mcpx.spec import Era, Policy
@@ -45,6 +47,11 @@ class Audience:
         self._policy = policy
         self._trace = trace
         self._conns: dict[int, Conn] = {}  # by id: a Conn is mutable, so unhashable
+        # Set when the daemon stops: listen streams end gracefully on it.
+        self.closing = anyio.Event()
+
+    def close(self) -> None:
+        self.closing.set()
 
     def join(self, conn: Conn) -> None:
         self._conns[id(conn)] = conn

@@ -31,6 +31,7 @@ from . import _passthrough as passthrough
 from . import _surface as surface
 from ._conn import Conn
 from ._identity import identity_for
+from ._listen import listen
 from ._modern import check_meta
 from ._revision import check_removed, judge, negotiate_initialize
 
@@ -61,6 +62,7 @@ class _Call:
     ctx: OpContext
     settings: Settings
     revision: str
+    request_id: wire.RequestId
 
     @property
     def page_size(self) -> int:
@@ -143,7 +145,8 @@ async def _answer(
         caller_meta=dict(meta) if isinstance(meta, Mapping) else None,
     )
     try:
-        result = await handler(_Call(method, params, view, per_request, settings, rev))
+        call = _Call(method, params, view, per_request, settings, rev, frame["id"])
+        result = await handler(call)
     finally:
         if identity is None:
             with anyio.CancelScope(shield=True):
@@ -211,7 +214,9 @@ async def _discover(call: _Call) -> JSON:
 
 def _capabilities(call: _Call, rev: str) -> JSON:
     through = bool(passthrough.servers(call.ctx))
-    return server_capabilities(rev, passthrough=through, can_push=call.conn.can_push)
+    # A 2026-07-28 host is pushed to on its subscriptions/listen stream.
+    can_push = call.conn.can_push or rev in MODERN
+    return server_capabilities(rev, passthrough=through, can_push=can_push)
 
 
 async def _empty(call: _Call) -> JSON:
@@ -275,6 +280,12 @@ async def _resources_read(call: _Call) -> JSON:
     return await surface.read_resource(call.ctx, call.params, call.revision)
 
 
+async def _listen(call: _Call) -> JSON:
+    return await listen(
+        call.request_id, call.params, call.conn, call.ctx, call.ctx.audience, call.ctx.notify
+    )
+
+
 async def _complete(call: _Call) -> JSON:
     return await surface.complete(call.ctx, call.params, call.revision)
 
@@ -294,8 +305,9 @@ _ROUTES: Final[dict[str, Callable[[_Call], Awaitable[JSON]]]] = {
     "resources/subscribe": _subscribe,
     "resources/unsubscribe": _unsubscribe,
     "completion/complete": _complete,
+    "subscriptions/listen": _listen,
 }
 # Scopes for requests that are their own (2026-07-28 without a named session).
 _REQUESTS: Final = itertools.count(1)
 # No legacy revision has a DiscoverResult to answer with.
-_MODERN_ONLY: Final = frozenset({"server/discover"})
+_MODERN_ONLY: Final = frozenset({"server/discover", "subscriptions/listen"})
