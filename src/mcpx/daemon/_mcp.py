@@ -41,6 +41,7 @@ from mcpx.server import (
     check_meta,
     dispatch,
     origin_allowed,
+    release_all,
     tool_schema,
 )
 from mcpx.spec import HEADERLESS, MODERN
@@ -164,6 +165,7 @@ class McpEndpoint:
         session.waiting.set()
         if self._audience is not None:
             self._audience.leave(session.conn)
+        release_all(self._ctx(), session.conn)
         # Instances scoped to this session (servers with scope "identity") end with it.
         if session.conn.identity is not None:
             pool = self._ctx().pool

@@ -113,6 +113,8 @@ def _hooks(
             audience.upstream_notified(server, method, settings["mcp.passthrough"])
         # Progress and log lines back to the hosts whose calls are running.
         relay.upstream_notified(server, method, params)
+        if method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
+            audience.resource_updated(server, params["uri"])
         if method == "notifications/message":
             upstream_log.info("log: %s", params.get("data"), extra={"server": server})
 

@@ -42,6 +42,8 @@ class OpContext:
     caller_meta: dict[str, Any] | None = None
     # The hosts connected now (mcpx.server.Audience), for what is pushed to them.
     audience: Any = None
+    # The daemon's event bus (mcpx.events), where warnings and updates are published.
+    events: Any = None
     # Sees every frame the server side sends a host: the revision it was spelled for
     # (None when none was judged yet), the frame, the method a result answers.
     trace: Callable[[str | None, Mapping[str, Any], str | None], None] | None = None

@@ -78,6 +78,8 @@ async def servers_list(ctx: OpContext, args: dict[str, Any]) -> Any:
                 "scope": server.scope,
                 "protocol": server.protocol or ctx.settings["upstream.protocol"],
                 "instances": [i.status() for i in ctx.pool.instances(name)],
+                # Resource URIs subscribed upstream for hosts (counted across them).
+                "subscriptions": sorted(ctx.pool.watches.wanted(name)),
                 "catalogue": {
                     "tools": len(known.get("tools") or []),
                     "era": known.get("era"),

@@ -53,6 +53,11 @@ class Instance:
         self._ended = anyio.Event()
 
     @property
+    def ended(self) -> anyio.Event:
+        """Set once the instance has ended (stopped, broken or failed to start)."""
+        return self._ended
+
+    @property
     def usable(self) -> bool:
         return (
             self.state == "ready" and self.session is not None and self.session.conn.broken is None

@@ -10,6 +10,7 @@ Invariants:
   refused with a clear error.
 - A broken instance is dropped; the next call starts a fresh one.
 - Every instance task is owned by the pool's task group.
+- An instance holding resource subscriptions is not idle (``_watch``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from mcpx.config import ServerConfig, Settings
 
 from ._budget import call_budget
 from ._instance import Instance
+from ._watch import Watches
 
 __all__ = ["Pool", "PoolFull", "UnknownServer", "open_pool"]
 
@@ -75,6 +77,8 @@ class Pool:
         self._instances: dict[Key, Instance] = {}
         self._locks: dict[Key, anyio.Lock] = {}
         self.started_at = time.time()
+        # Resource subscriptions upstream, counted across hosts.
+        self.watches = Watches(self, self._hooks)
 
     def server(self, name: str) -> ServerConfig:
         try:
@@ -123,7 +127,10 @@ class Pool:
         mine = [i for (n, _), i in self._instances.items() if n == name]
         if len(mine) < int(self.settings["pool.max"]):
             return
-        idle = sorted((i for i in mine if i.in_flight == 0), key=lambda i: i.last_used)
+        idle = sorted(
+            (i for i in mine if i.in_flight == 0 and not self.watches.holds(i)),
+            key=lambda i: i.last_used,
+        )
         if not idle:
             raise PoolFull(
                 f"{name} has {len(mine)} instances (pool.max) and all are busy; try again"
@@ -185,7 +192,8 @@ class Pool:
         stale = [
             i
             for i in list(self._instances.values())
-            if not i.usable or (i.in_flight == 0 and now - i.last_used >= limit)
+            if not i.usable
+            or (i.in_flight == 0 and now - i.last_used >= limit and not self.watches.holds(i))
         ]
         for inst in stale:
             log.info("%s: reaping (%s)", inst.server.name, inst.state)

@@ -21,6 +21,7 @@ from ._modern import NAME_SOURCES, check_headers, check_meta
 from ._origin import origin_allowed
 from ._passthrough import tool_schema
 from ._revision import check_removed, judge, negotiate_initialize
+from ._subscriptions import release_all
 
 __all__ = [
     "INSTRUCTIONS",
@@ -41,5 +42,6 @@ __all__ = [
     "judge",
     "negotiate_initialize",
     "origin_allowed",
+    "release_all",
     "tool_schema",
 ]

@@ -25,6 +25,7 @@ from mcpx.shapes import downgrade_notification
 from mcpx.spec import Era, Policy
 
 from ._conn import Conn
+from ._subscriptions import same_uri
 
 __all__ = ["Audience", "Trace"]
 
@@ -71,6 +72,16 @@ class Audience:
             return 0  # mcpx's own tool list did not change
         return self.push(method, None, lambda conn: _wants_list_changed(conn, kind))
 
+    def resource_updated(self, server: str, uri: str) -> int:
+        """Tell every host watching ``uri`` on ``server``, under the URI it subscribed
+        with; how many were told."""
+        sent = 0
+        for conn in list(self._conns.values()):
+            for named, (owner, watched) in list(conn.watching.items()):
+                if owner == server and same_uri(watched, uri):
+                    sent += self._push_one(conn, "notifications/resources/updated", {"uri": named})
+        return sent
+
     def push(
         self,
         method: str,
@@ -80,21 +91,23 @@ class Audience:
         """Send a notification to every host that can take it (and ``wants`` it)."""
         sent = 0
         for conn in list(self._conns.values()):
-            if conn.push is None or conn.revision is None:
-                continue
-            if wants is not None and not wants(conn):
-                continue
-            spelled = downgrade_notification(method, params, conn.revision, self._policy)
-            frame = wire.notification(method, spelled)
-            try:
-                conn.push(frame)
-            except Exception:  # one broken host must not stop the others
-                log.exception("push to %s failed", conn.identity)
-                continue
-            if self._trace is not None:
-                self._trace(conn.revision, frame, None)
-            sent += 1
+            if wants is None or wants(conn):
+                sent += self._push_one(conn, method, params)
         return sent
+
+    def _push_one(self, conn: Conn, method: str, params: dict[str, Any] | None) -> int:
+        if conn.push is None or conn.revision is None:
+            return 0  # no handshake yet, or nothing to push on
+        spelled = downgrade_notification(method, params, conn.revision, self._policy)
+        frame = wire.notification(method, spelled)
+        try:
+            conn.push(frame)
+        except Exception:  # one broken host must not stop the others
+            log.exception("push to %s failed", conn.identity)
+            return 0
+        if self._trace is not None:
+            self._trace(conn.revision, frame, None)
+        return 1
 
 
 def _wants_list_changed(conn: Conn, kind: str) -> bool:

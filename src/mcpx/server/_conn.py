@@ -70,6 +70,8 @@ class Conn:
     identity: str | None = None
     session_id: str | None = None
     log_level: str | None = None
+    # Subscribed URIs (as the client named them) -> (server, upstream URI) watched.
+    watching: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def era(self) -> Era | None:
@@ -109,6 +111,7 @@ class Conn:
             log_level=level if isinstance(level, str) else None,
             push=listen,
             subscriptions=Subscriptions(),
+            watching={},
             session_id=None,  # 2026-07-28 has no sessions
             identity=None,  # decided per request by identity_for
         )

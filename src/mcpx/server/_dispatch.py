@@ -28,6 +28,7 @@ from mcpx.spec import MODERN
 from mcpx.wire import InvalidParams, InvalidRequest, McpError, MethodNotFound
 
 from . import _passthrough as passthrough
+from . import _subscriptions as subscriptions
 from . import _surface as surface
 from ._conn import Conn
 from ._identity import identity_for
@@ -232,13 +233,13 @@ async def _set_level(call: _Call) -> JSON:
 
 
 async def _subscribe(call: _Call) -> JSON:
-    # Recorded so that updates can be delivered once relaying them exists.
-    call.conn.subscriptions.uris.add(_uri(call))
+    # Always agreed (a standing interest); a warning says when no update can come.
+    await subscriptions.subscribe(call.ctx, call.conn, _uri(call), call.revision)
     return {}
 
 
 async def _unsubscribe(call: _Call) -> JSON:
-    call.conn.subscriptions.uris.discard(_uri(call))
+    subscriptions.unsubscribe(call.ctx, call.conn, _uri(call))
     return {}
 
 

@@ -6,7 +6,8 @@ Invariants:
   lists only what mcpx will deliver: ``toolsListChanged`` where the tool list can change
   (pass-through), ``resourcesListChanged`` (every server's resources are listed), never
   ``promptsListChanged`` (mcpx's prompt list follows configuration and its cache), and
-  of ``resourceSubscriptions`` only the URIs whose updates will arrive.
+  of ``resourceSubscriptions`` only the URIs whose updates will arrive; those are
+  watched upstream for the stream's life and released when it ends.
 - Everything sent on the stream carries ``io.modelcontextprotocol/subscriptionId`` (the
   listen request's id) in ``_meta``; progress and log lines never go on it.
 - The stream lasts until the host ends it (closing the HTTP response, or
@@ -24,6 +25,7 @@ from mcpx.wire import InvalidParams
 
 from . import _passthrough as passthrough
 from ._conn import Conn, Subscriptions
+from ._subscriptions import release_all, subscribe
 
 if TYPE_CHECKING:
     from mcpx.ops import OpContext
@@ -43,13 +45,12 @@ JSON = dict[str, Any]
 
 
 def agreed(asked: Mapping[str, Any], ctx: OpContext) -> JSON:
-    """The subset of ``asked`` (a SubscriptionFilter) mcpx will honour."""
+    """The list-change part of ``asked`` (a SubscriptionFilter) mcpx will honour."""
     out: JSON = {}
     if asked.get("toolsListChanged") is True and passthrough.servers(ctx):
         out["toolsListChanged"] = True
     if asked.get("resourcesListChanged") is True:
         out["resourcesListChanged"] = True
-    # resourceSubscriptions: no upstream subscription is made yet, so none is agreed.
     return out
 
 
@@ -80,11 +81,23 @@ async def listen(
         notify(str(frame["method"]), params)
 
     kinds = {kind for flag, kind in _FLAGS.items() if honoured.get(flag)}
-    listening = dataclasses.replace(view, push=push, subscriptions=Subscriptions(set(), kinds))
-    notify("notifications/subscriptions/acknowledged", {"notifications": honoured, "_meta": tag})
-    audience.join(listening)
+    listening = dataclasses.replace(
+        view, push=push, subscriptions=Subscriptions(set(), kinds), watching={}
+    )
     try:
+        uris = asked.get("resourceSubscriptions")
+        if isinstance(uris, list):
+            # Only the URIs whose updates will arrive are acknowledged.
+            revision = view.revision or ""
+            named = [u for u in uris if isinstance(u, str)]
+            kept = [u for u in named if await subscribe(ctx, listening, u, revision) is None]
+            honoured["resourceSubscriptions"] = kept
+        notify(
+            "notifications/subscriptions/acknowledged", {"notifications": honoured, "_meta": tag}
+        )
+        audience.join(listening)
         await audience.closing.wait()
     finally:
         audience.leave(listening)
+        release_all(ctx, listening)
     return {"_meta": tag}  # a graceful end: the daemon is stopping

@@ -261,7 +261,7 @@ async def read_resource(ctx: OpContext, params: Mapping[str, Any], rev: str) -> 
         if server is None:
             raise _not_found(uri, rev)
         return await passthrough.forward(ctx, server, "resources/read", params)
-    server, original = await _upstream_uri(ctx, uri, rev)
+    server, original = await upstream_uri(ctx, uri, rev)
     out = await _run(ctx, "resources.read", {"server": server, "uri": original})
     contents = out.get("contents")
     if not isinstance(contents, list):
@@ -276,7 +276,12 @@ def _renamed_contents(server: str, item: object) -> object:
     return {**item, "uri": gateway_uri(server, item["uri"])}
 
 
-async def _upstream_uri(ctx: OpContext, uri: str, rev: str) -> tuple[str, str]:
+async def upstream_uri(ctx: OpContext, uri: str, rev: str) -> tuple[str, str]:
+    """(server, upstream URI) of an ``mcpx://`` URI.
+
+    Raises:
+        McpError: no configured server by that name (not found for the revision).
+    """
     parts = split_gateway(uri)
     if parts is None or parts[0] not in ctx.pool.servers:
         raise _not_found(uri, rev)
@@ -313,7 +318,7 @@ async def complete(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
             raise InvalidParams(f"no prompt named {name!r}")
         server, upstream_ref = found[0], {**ref, "name": found[1]}
     elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
-        server, original = await _upstream_uri(ctx, ref["uri"], rev)
+        server, original = await upstream_uri(ctx, ref["uri"], rev)
         upstream_ref = {**ref, "uri": original}
     else:
         raise InvalidParams("ref.type must be 'ref/prompt' or 'ref/resource'")

@@ -1,0 +1,170 @@
+"""Resource subscriptions end to end: hosts of both eras, server-everything upstream.
+
+server-everything sends ``notifications/resources/updated`` every 5 s for the URIs its
+session subscribed, once ``toggle-subscriber-updates`` is called. A legacy host (an HTTP
+session, updates on its GET stream) and a 2026-07-28 host (a listen stream) watch the
+same resource: one upstream subscription, both hear of it under their own names.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from support.daemon import Daemon, running_daemon, sdk_entry
+from support.peers import everything_server_command
+
+MODERN = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+DOC = "demo://resource/static/document/architecture.md"
+WATCHED = f"mcpx://everything/{quote(DOC, safe='')}"
+SUB_ID = "io.modelcontextprotocol/subscriptionId"
+BOTH = "application/json, text/event-stream"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    argv = everything_server_command("stdio")
+    servers = {
+        "everything": {"command": argv[0], "args": argv[1:]},
+        "fixture": sdk_entry("1.23.3"),  # declares no resources.subscribe
+        "demo": {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]},
+    }
+    with running_daemon(tmp_path_factory.mktemp("subs"), servers) as d:
+        yield d
+
+
+def _subscriptions(daemon: Daemon) -> dict[str, list[str]]:
+    with daemon.http() as api:
+        return {s["name"]: s["subscriptions"] for s in api.get("/v1/servers").json()["servers"]}
+
+
+def _wait(predicate: Any, limit: float = 20) -> bool:
+    deadline = time.monotonic() + limit
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(predicate())
+
+
+def _collect(lines: Iterator[str], got: list[dict[str, Any]], want: int) -> None:
+    for line in lines:
+        if line.startswith("data: "):
+            got.append(json.loads(line[len("data: ") :]))
+            if len(got) >= want:
+                return
+
+
+def test_both_eras_hear_updates_through_one_upstream_subscription(daemon: Daemon) -> None:
+    url = daemon.info["url"]
+    init: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}}
+    init["clientInfo"] = {"name": "t", "version": "1"}
+    legacy_got: list[dict[str, Any]] = []
+    modern_got: list[dict[str, Any]] = []
+    unowned = "mcpx://fixture/fixture%3A%2F%2Fstatic"
+    with httpx.Client(base_url=url, timeout=30) as mcp:
+        r = mcp.post(
+            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
+        )
+        sid = r.headers["mcp-session-id"]
+        headers = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        sub = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "resources/subscribe",
+            "params": {"uri": WATCHED},
+        }
+        assert mcp.post("/mcp", json=sub, headers=headers).json()["result"] == {}
+        # A URI whose server cannot deliver updates: still agreed (a standing interest).
+        sub_unowned = {**sub, "id": 3, "params": {"uri": unowned}}
+        assert mcp.post("/mcp", json=sub_unowned, headers=headers).json()["result"] == {}
+        assert _subscriptions(daemon)["everything"] == [DOC]
+        assert _subscriptions(daemon)["fixture"] == []
+
+        listen = {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "subscriptions/listen",
+            "params": {
+                "notifications": {"resourceSubscriptions": [WATCHED, unowned]},
+                "_meta": META,
+            },
+        }
+        listen_headers = {
+            "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": "subscriptions/listen",
+            "Accept": BOTH,
+        }
+        with (
+            httpx.Client(base_url=url, timeout=30) as other,
+            other.stream("POST", "/mcp", json=listen, headers=listen_headers) as modern,
+            mcp.stream("GET", "/mcp", headers={**headers, "Accept": "text/event-stream"}) as legacy,
+        ):
+            modern_lines = modern.iter_lines()
+            _collect(modern_lines, modern_got, 1)
+            ack = modern_got[0]["params"]
+            # Only the URI whose updates will arrive is acknowledged.
+            assert ack["notifications"] == {"resourceSubscriptions": [WATCHED]}
+            assert _subscriptions(daemon)["everything"] == [DOC]  # still one upstream
+            done = daemon.cli("call", "everything", "toggle-subscriber-updates")
+            assert done.returncode == 0, done.stderr
+            readers = [
+                threading.Thread(target=_collect, args=(modern_lines, modern_got, 2), daemon=True),
+                threading.Thread(
+                    target=_collect, args=(legacy.iter_lines(), legacy_got, 1), daemon=True
+                ),
+            ]
+            for reader in readers:
+                reader.start()
+            for reader in readers:
+                reader.join(timeout=20)
+        # The listen stream ended: its watch is released; the legacy one holds on.
+        assert modern_got[1]["method"] == "notifications/resources/updated"
+        assert modern_got[1]["params"]["uri"] == WATCHED
+        assert modern_got[1]["params"]["_meta"][SUB_ID] == 9
+        assert legacy_got[0] == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": WATCHED},
+        }
+        unsub = {**sub, "id": 4, "method": "resources/unsubscribe"}
+        assert mcp.post("/mcp", json=unsub, headers=headers).json()["result"] == {}
+        assert _wait(lambda: _subscriptions(daemon)["everything"] == [])
+        # The warning said why the other URI gets nothing.
+        warned = [
+            line for line in daemon.log_lines() if "no updates will be delivered" in line["msg"]
+        ]
+        assert any("fixture did not declare resources.subscribe" in w["msg"] for w in warned)
+
+
+def test_a_session_that_ends_releases_its_subscriptions(daemon: Daemon) -> None:
+    init: dict[str, Any] = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    init["clientInfo"] = {"name": "t", "version": "1"}
+    with httpx.Client(base_url=daemon.info["url"], timeout=30) as mcp:
+        r = mcp.post(
+            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
+        )
+        headers = {
+            "Mcp-Session-Id": r.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-06-18",
+        }
+        sub = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "resources/subscribe",
+            "params": {"uri": WATCHED},
+        }
+        mcp.post("/mcp", json=sub, headers=headers)
+        assert _subscriptions(daemon)["everything"] == [DOC]
+        assert mcp.delete("/mcp", headers=headers).status_code == 200
+        assert _wait(lambda: _subscriptions(daemon)["everything"] == [])
