@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.daemon import Daemon, running_daemon
+from support.daemon import Daemon, running_daemon, sdk_entry
 
 MODERN = "2026-07-28"
 BOTH = "application/json, text/event-stream"
@@ -112,3 +112,47 @@ def test_modern_host_gets_progress_and_logs_at_its_level(daemon: Daemon) -> None
         frames = _events(mcp.post("/mcp", json=frame, headers={**headers, "Accept": BOTH}))
         assert not [f for f in frames if f.get("method") == "notifications/message"]
         _check_progress(frames, 7, 3)
+
+
+@pytest.fixture(scope="module")
+def sdk_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    # The official SDK's fixture server, legacy (1.23.3) and dual-era (2.3.0, found modern).
+    servers = {"legacy": sdk_entry("1.23.3"), "modern": sdk_entry("2.3.0")}
+    with running_daemon(tmp_path_factory.mktemp("relay-sdk"), servers) as d:
+        yield d
+
+
+def _sdk_call(server: str, tool: str, arguments: dict[str, Any], meta: dict[str, Any]) -> Any:
+    args = {"server": server, "tool": tool, "arguments": arguments}
+    return {"name": "mcpx_call", "arguments": args, "_meta": meta}
+
+
+@pytest.mark.parametrize("upstream", ["legacy", "modern"])
+@pytest.mark.parametrize("host", ["2025-11-25", MODERN])
+def test_sdk_upstreams_progress_and_logs_reach_hosts_of_both_eras(
+    sdk_daemon: Daemon, upstream: str, host: str
+) -> None:
+    with httpx.Client(base_url=sdk_daemon.info["url"], timeout=60) as mcp:
+        if host == MODERN:
+            meta: dict[str, Any] = {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/logLevel": "info",
+            }
+            headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call"}
+            headers |= {"Mcp-Name": "mcpx_call", "Accept": BOTH}
+        else:
+            meta = {}
+            headers = _session(mcp, host)
+            level = {"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel"}
+            mcp.post("/mcp", json={**level, "params": {"level": "info"}}, headers=headers)
+        slow = _sdk_call(upstream, "slow", {"seconds": 0.5}, {**meta, "progressToken": "p"})
+        frame = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": slow}
+        frames = _events(mcp.post("/mcp", json=frame, headers=headers))
+        _check_progress(frames, "p", 5)
+        said = _sdk_call(upstream, "log", {"message": f"hello from {upstream}"}, meta)
+        frame = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": said}
+        frames = _events(mcp.post("/mcp", json=frame, headers=headers))
+        logs = [f["params"] for f in frames if f.get("method") == "notifications/message"]
+        assert [m["data"] for m in logs] == [f"hello from {upstream}"]
+        assert logs[0]["level"] == "info"

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
+from mcpx import wire
 from mcpx.client import EraCache, Hooks, QuestionHandler, Session, UpstreamError, open_session
 from mcpx.config import ServerConfig, Settings
 
@@ -75,6 +76,7 @@ class Instance:
                 cache=self._cache,
                 hooks=self._hooks,
             ) as session:
+                await self._set_log_level(session)
                 self.session = session
                 self.state = "ready"
                 started = True
@@ -106,6 +108,19 @@ class Instance:
                 tg.start_soon(self._listen, session, filter_)
             await self._stop.wait()
             tg.cancel_scope.cancel()
+
+    async def _set_log_level(self, session: Session) -> None:
+        # A legacy server sends log messages per its connection's level: mcpx's own
+        # (log.level), so that hosts asking for that much can be given them. A modern
+        # one is told per request instead (the host's logLevel, or mcpx's if lower).
+        negotiated = session.negotiated
+        if session.modern or negotiated is None or "logging" not in negotiated.capabilities:
+            return
+        level = str(self.settings["log.level"])
+        try:
+            await session.request("logging/setLevel", {"level": level})
+        except (UpstreamError, wire.McpError) as exc:
+            log.info("%s: logging/setLevel %s refused: %s", self.server.name, level, exc)
 
     async def _listen(self, session: Session, notifications: dict[str, Any]) -> None:
         # A modern upstream tells of list changes only on a listen stream: hold one for
