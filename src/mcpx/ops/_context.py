@@ -40,6 +40,9 @@ class OpContext:
     notify: Notify | None = None
     log_level: str | None = None
     caller_meta: dict[str, Any] | None = None
+    # This connection's own mcp.passthrough (``mcpx serve --passthrough``); None: the
+    # daemon's setting.
+    passthrough: tuple[str, ...] | None = None
     # The hosts connected now (mcpx.server.Audience), for what is pushed to them.
     audience: Any = None
     # The daemon's event bus (mcpx.events), where warnings and updates are published.

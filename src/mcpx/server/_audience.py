@@ -64,13 +64,22 @@ class Audience:
         return len(self._conns)
 
     def upstream_notified(self, server: str, method: str, passthrough: Iterable[str]) -> int:
-        """Relay an upstream's list change where it was promised; how many hosts got it."""
+        """Relay an upstream's list change where it was promised; how many hosts got it.
+
+        ``passthrough``: the daemon's pass-through servers (a connection may have its own).
+        """
         kind = _LIST_CHANGED.get(method)
         if kind is None or kind == "prompts":
             return 0
-        if kind == "tools" and server not in set(passthrough):
-            return 0  # mcpx's own tool list did not change
-        return self.push(method, None, lambda conn: _wants_list_changed(conn, kind))
+        default = tuple(passthrough)
+
+        def wants(conn: Conn) -> bool:
+            through = conn.passthrough if conn.passthrough is not None else default
+            if kind == "tools" and server not in through:
+                return False  # this host's tool list did not change
+            return _wants_list_changed(conn, kind)
+
+        return self.push(method, None, wants)
 
     def resource_updated(self, server: str, uri: str) -> int:
         """Tell every host watching ``uri`` on ``server``, under the URI it subscribed

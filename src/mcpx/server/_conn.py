@@ -70,6 +70,8 @@ class Conn:
     identity: str | None = None
     session_id: str | None = None
     log_level: str | None = None
+    # The connection's own pass-through servers (None: the daemon's mcp.passthrough).
+    passthrough: tuple[str, ...] | None = None
     # Subscribed URIs (as the client named them) -> (server, upstream URI) watched.
     watching: dict[str, tuple[str, str]] = field(default_factory=dict)
 

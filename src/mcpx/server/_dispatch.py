@@ -139,6 +139,7 @@ async def _answer(
     host = view.capabilities if rev in MODERN else None
     per_request = replace(
         ctx,
+        passthrough=conn.passthrough,
         identity=scope,
         host_capabilities=host,
         notify=_spelling(notify, rev, ctx, settings),

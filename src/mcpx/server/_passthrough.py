@@ -45,7 +45,8 @@ _EXPRESSION: Final = re.compile(r"\{[^{}]*\}")
 
 def servers(ctx: OpContext) -> tuple[str, ...]:
     """The pass-through servers, in the order configured."""
-    return tuple(str(s) for s in ctx.settings["mcp.passthrough"] if s in ctx.pool.servers)
+    named = ctx.passthrough if ctx.passthrough is not None else ctx.settings["mcp.passthrough"]
+    return tuple(str(s) for s in named if s in ctx.pool.servers)
 
 
 async def merged(ctx: OpContext, kind: str) -> list[tuple[str, JSON]]:
