@@ -2,8 +2,19 @@
 host that can, natively in its era, with a durable broker behind it.
 
 - ``_state``: the signed, request-bound ``requestState`` of 2026-07-28 hosts.
+- ``_broker``: the durable store of questions nobody present can answer.
 """
 
+from ._broker import ELICIT_TTL, Broker, Question, QuestionClosed
 from ._state import IssuedState, StateError, StateSigner, binding
 
-__all__ = ["IssuedState", "StateError", "StateSigner", "binding"]
+__all__ = [
+    "ELICIT_TTL",
+    "Broker",
+    "IssuedState",
+    "Question",
+    "QuestionClosed",
+    "StateError",
+    "StateSigner",
+    "binding",
+]

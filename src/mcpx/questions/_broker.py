@@ -1,0 +1,277 @@
+"""The broker: every question no present host can answer, kept until someone does.
+
+Invariants:
+
+- Durable: one SQLite file in the state dir (mode 0600, created so), one row per
+  question: who it is for (identity), the server and method that asked, the question
+  itself, its deadline, the routing decision, and the outcome. A daemon restart loses
+  nothing; a question whose deadline passed while it was down is expired on open.
+- An outcome is final: answered (accept, with content), declined, cancelled or expired.
+  Expiry answers cancel, never decline: dismissed without choosing is not refusing.
+- An answer to an elicitation is checked against its ``requestedSchema`` before it is
+  taken; a wrong one is an error naming the field, and the question stays open.
+- Waiters are woken in-process (an event per question); the row is the truth.
+- Finished rows are pruned ``keep`` seconds after they finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import jsonschema
+
+from mcpx.wire import InvalidParams
+
+__all__ = ["Broker", "Question", "QuestionClosed"]
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS questions (
+    id TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    deadline REAL NOT NULL,
+    identity TEXT,
+    server TEXT NOT NULL,
+    method TEXT NOT NULL,
+    params TEXT NOT NULL,
+    routing TEXT NOT NULL,
+    state TEXT NOT NULL,
+    result TEXT,
+    finished REAL
+)
+"""
+_PENDING: Final = "pending"
+ELICIT_TTL: Final = 120.0  # elicit.ttl: a built-in, not a user setting
+_KEEP: Final = 3600.0
+
+
+class QuestionClosed(InvalidParams):
+    """The question has an outcome already (or never existed)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    created: float
+    deadline: float
+    identity: str | None
+    server: str
+    method: str
+    params: dict[str, Any]
+    routing: str
+    state: str
+    result: dict[str, Any] | None
+
+    def time_left(self, now: float | None = None) -> float:
+        return max(0.0, self.deadline - (time.time() if now is None else now))
+
+    def as_json(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items()}
+        out["timeLeft"] = round(self.time_left(), 3)
+        return out
+
+
+class Broker:
+    """The durable question store of one daemon."""
+
+    def __init__(
+        self, path: Path, *, keep: float = _KEEP, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.path = path
+        self._keep = keep
+        self._clock = clock
+        self._events: dict[str, anyio.Event] = {}
+        if not path.exists():
+            # Created 0600 before SQLite opens it: questions may carry secrets.
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        os.chmod(path, 0o600)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(_SCHEMA)
+        self.expire()
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- asking ------------------------------------------------------------------
+
+    def ask(
+        self,
+        server: str,
+        method: str,
+        params: dict[str, Any],
+        *,
+        identity: str | None,
+        routing: str,
+        ttl: float = ELICIT_TTL,
+    ) -> Question:
+        """Store a new question; it is pending until answered, declined, cancelled or due."""
+        now = self._clock()
+        qid = secrets.token_hex(6)
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO questions VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL)",
+                (
+                    qid,
+                    now,
+                    now + ttl,
+                    identity,
+                    server,
+                    method,
+                    json.dumps(params),
+                    routing,
+                    _PENDING,
+                ),
+            )
+        self._events[qid] = anyio.Event()
+        found = self.get(qid)
+        assert found is not None
+        return found
+
+    async def wait(self, qid: str) -> dict[str, Any]:
+        """The outcome of ``qid`` as the asking server gets it, once there is one."""
+        while True:
+            found = self.get(qid)
+            if found is None:
+                raise QuestionClosed(f"no question {qid!r}")
+            if found.state != _PENDING and found.result is not None:
+                return found.result
+            event = self._events.setdefault(qid, anyio.Event())
+            with anyio.move_on_after(max(0.0, found.deadline - self._clock()) + 0.01):
+                await event.wait()
+            self.expire()
+
+    # -- reading -----------------------------------------------------------------
+
+    def get(self, qid: str) -> Question | None:
+        row = self._db.execute("SELECT * FROM questions WHERE id = ?", (qid,)).fetchone()
+        return None if row is None else _question(row)
+
+    def pending(self, identity: str | None = None) -> list[Question]:
+        self.expire()
+        rows = self._db.execute(
+            "SELECT * FROM questions WHERE state = ? ORDER BY created", (_PENDING,)
+        ).fetchall()
+        found = [_question(r) for r in rows]
+        return [q for q in found if identity is None or q.identity in (None, identity)]
+
+    # -- outcomes ----------------------------------------------------------------
+
+    def answer(self, qid: str, content: dict[str, Any]) -> Question:
+        """Accept with ``content``; checked against an elicitation's requested schema.
+
+        Raises:
+            QuestionClosed: no such pending question.
+            InvalidParams: ``content`` does not match the requested schema (the
+                question stays open).
+        """
+        question = self._open(qid)
+        schema = question.params.get("requestedSchema")
+        if question.method == "elicitation/create" and isinstance(schema, dict):
+            problems = sorted(
+                jsonschema.Draft202012Validator(schema).iter_errors(content),
+                key=lambda e: list(e.absolute_path),
+            )
+            if problems:
+                where = ".".join(map(str, problems[0].absolute_path)) or "(answer)"
+                raise InvalidParams(
+                    f"the answer does not match what was asked: {where}: {problems[0].message}",
+                    {"field": where},
+                )
+            result: dict[str, Any] = {"action": "accept", "content": content}
+        else:
+            result = content  # sampling and roots answers are the result itself
+        return self._finish(qid, "answered", result)
+
+    def decline(self, qid: str) -> Question:
+        self._open(qid)
+        return self._finish(qid, "declined", {"action": "decline"})
+
+    def cancel(self, qid: str) -> Question:
+        self._open(qid)
+        return self._finish(qid, "cancelled", {"action": "cancel"})
+
+    def expire(self) -> int:
+        """Close every question past its deadline (with cancel) and prune old ones."""
+        now = self._clock()
+        with self._tx() as db:
+            due = [
+                r[0]
+                for r in db.execute(
+                    "SELECT id FROM questions WHERE state = ? AND deadline <= ?", (_PENDING, now)
+                )
+            ]
+            db.execute(
+                "UPDATE questions SET state = 'expired', result = ?, finished = ? "
+                "WHERE state = ? AND deadline <= ?",
+                (json.dumps({"action": "cancel"}), now, _PENDING, now),
+            )
+            db.execute(
+                "DELETE FROM questions WHERE state != ? AND finished <= ?",
+                (_PENDING, now - self._keep),
+            )
+        for qid in due:
+            self._wake(qid)
+        return len(due)
+
+    def _open(self, qid: str) -> Question:
+        self.expire()
+        found = self.get(qid)
+        if found is None or found.state != _PENDING:
+            state = "no such question" if found is None else f"it is {found.state}"
+            raise QuestionClosed(f"question {qid!r} cannot be answered: {state}")
+        return found
+
+    def _finish(self, qid: str, state: str, result: dict[str, Any]) -> Question:
+        with self._tx() as db:
+            done = db.execute(
+                "UPDATE questions SET state = ?, result = ?, finished = ? "
+                "WHERE id = ? AND state = ?",
+                (state, json.dumps(result), self._clock(), qid, _PENDING),
+            ).rowcount
+        if not done:
+            raise QuestionClosed(f"question {qid!r} was closed meanwhile")
+        self._wake(qid)
+        found = self.get(qid)
+        assert found is not None
+        return found
+
+    def _wake(self, qid: str) -> None:
+        event = self._events.pop(qid, None)
+        if event is not None:
+            event.set()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+
+def _question(row: tuple[Any, ...]) -> Question:
+    qid, created, deadline, identity, server, method, params, routing, state, result, _ = row
+    return Question(
+        qid,
+        created,
+        deadline,
+        identity,
+        server,
+        method,
+        json.loads(params),
+        routing,
+        state,
+        None if result is None else json.loads(result),
+    )
