@@ -10,6 +10,8 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -66,5 +68,23 @@ class UnixHttp:
             conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
             return Reply(response.status, response.read().decode("utf-8", "replace"))
+        finally:
+            conn.close()
+
+    @contextmanager
+    def stream(
+        self, method: str, path: str, *, params: dict[str, Any] | None = None
+    ) -> Iterator[http.client.HTTPResponse]:
+        """A response read as it comes (no timeout: a stream waits as long as it must).
+
+        Raises:
+            OSError: the socket could not be reached.
+        """
+        if params:
+            path = f"{path}?{urlencode(params)}"
+        conn = _UnixConnection(self.path, None)
+        try:
+            conn.request(method, path)
+            yield conn.getresponse()
         finally:
             conn.close()

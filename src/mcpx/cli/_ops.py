@@ -3,8 +3,10 @@
 Each operation with a ``Cli`` spec becomes ``mcpx <command>``: its positional
 parameters in order, every other parameter an option, and ``--json`` for the
 raw response. ``mcpx call SERVER TOOL key=value … [--args JSON]`` adds
-argument parsing by the tool's own input schema. Exit codes: 0 success, 1 a
-tool reported an error (isError), 2 usage, 4 unknown name, 5 upstream failed.
+argument parsing by the tool's own input schema. A streamed operation
+(``mcpx events``) prints what it gets as it comes (``_events``). Exit codes:
+0 success, 1 a tool reported an error (isError), 2 usage, 4 unknown name,
+5 upstream failed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from mcpx.ops import OPERATIONS, Operation, Param
 
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
+from ._events import follow
 from ._http import Reply
 
 __all__ = ["op_commands"]
@@ -78,6 +81,8 @@ def _option(param: Param) -> Any:
         return click.option(flag, param.name, is_flag=True, default=None, help=param.doc)
     if kind == "number":
         return click.option(flag, param.name, type=float, default=None, help=param.doc)
+    if kind == "integer":
+        return click.option(flag, param.name, type=int, default=None, help=param.doc)
     if kind == "object":
         return click.option(flag, param.name, default=None, metavar="JSON", help=param.doc)
     return click.option(flag, param.name, default=None, help=param.doc)
@@ -102,6 +107,9 @@ def _command(op: Operation) -> click.Command:
             if loaded.settings.origin("pool.callTimeout").kind.value == "flag":
                 args["timeout"] = loaded.settings["pool.callTimeout"]
         path, kw = _request(op, args)
+        if op.stream is not None:
+            follow(client, path, kw.get("params") or {}, as_json=as_json, fail=_fail)
+            return
         response = client.call(op.method, path, **kw)
         if response.status_code >= 400:
             _fail(response)
@@ -113,7 +121,8 @@ def _command(op: Operation) -> click.Command:
         command
     )
     for param in op.params:
-        if param not in positional and param.name != "arguments":
+        # Headers are the HTTP client's business (Last-Event-ID): not options.
+        if param not in positional and param.name != "arguments" and param.where != "header":
             command = _option(param)(command)
     # On a built Command, click keeps parameters in the order they are added.
     for param in positional:

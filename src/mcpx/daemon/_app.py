@@ -1,10 +1,11 @@
 """The daemon's ASGI application: routes generated from the operations table.
 
 Each operation becomes one route. Input is gathered from the path, the query
-string (coerced by each parameter's schema) and the JSON body, validated
-against the operation's input schema, and handed to its handler. Every error
-leaves in the one /v1 shape (``ops.OpError``); nothing that the daemon can
-already tell is wrong reaches an upstream.
+string and the headers it names (coerced by each parameter's schema) and the
+JSON body, validated against the operation's input schema, and handed to its
+handler. Every error leaves in the one /v1 shape (``ops.OpError``); nothing
+that the daemon can already tell is wrong reaches an upstream. A streamed
+operation's errors are found before its stream starts; then it is sent as made.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import jsonschema
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
@@ -58,6 +59,9 @@ async def _gather(op: Operation, request: Request) -> dict[str, Any]:
                 400, "invalid_input", f"unknown query parameter {name!r}", {"field": name}
             )
         args[name] = _coerce(value, param.schema)
+    for param in op.params:
+        if param.where == "header" and (value := request.headers.get(param.name)) is not None:
+            args[param.name] = _coerce(value, param.schema)
     if op.method == "POST":
         raw = await request.body()
         try:
@@ -91,7 +95,11 @@ def _route(op: Operation, ctx: Callable[[], OpContext]) -> Route:
         try:
             args = await _gather(op, request)
             _validate(op, args)
-            return _json(await op.handler(ctx(), args))
+            out = await op.handler(ctx(), args)
+            if op.stream is not None:
+                headers = {"Cache-Control": "no-store"}
+                return StreamingResponse(out, media_type=op.stream, headers=headers)
+            return _json(out)
         except OpError as exc:
             return _json(exc.body(), exc.status)
 

@@ -7,6 +7,8 @@ Invariants:
   owned by its task group; they end before the daemon does.
 - Logs are JSON lines in ``<state>/daemon.log``, upstream stderr among them,
   tagged by server.
+- One event bus per daemon: upstream stderr, notifications and client events are
+  published on it (``/v1/events``); its streams end when the daemon stops.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from starlette.applications import Starlette
 from mcpx import __version__, wire
 from mcpx.client import EraCache, Hooks
 from mcpx.config import ServerConfig, Settings
+from mcpx.events import EventBus, publish_notification
 from mcpx.ops import Catalogue, OpContext, Relay
 from mcpx.pool import open_pool
 from mcpx.server import Audience
@@ -101,10 +104,15 @@ def _is_loopback(address: str) -> bool:
 
 
 def _hooks(
-    catalogue: list[Catalogue], audience: Audience, relay: Relay, settings: Settings
+    catalogue: list[Catalogue],
+    audience: Audience,
+    relay: Relay,
+    settings: Settings,
+    events: EventBus,
 ) -> Hooks:
     def on_stderr(server: str, line: str) -> None:
         upstream_log.info(line, extra={"server": server})
+        events.publish("server.log", {"source": "stderr", "message": line}, server=server)
 
     def on_notification(server: str, method: str, params: dict[str, Any]) -> None:
         if method.endswith("/list_changed") and catalogue:
@@ -117,9 +125,11 @@ def _hooks(
             audience.resource_updated(server, params["uri"])
         if method == "notifications/message":
             upstream_log.info("log: %s", params.get("data"), extra={"server": server})
+        publish_notification(events, server, method, params)
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
         log.info("event %s %s", kind, json.dumps(data))
+        events.publish(kind, data, server=data.get("server"), uri=data.get("uri"))
 
     return Hooks(on_stderr=on_stderr, on_event=on_event, on_notification=on_notification)
 
@@ -165,17 +175,26 @@ def serve(
     trace = _frame_trace(settings)
     audience = Audience(settings.policy(), trace)
     relay = Relay()
+    events = EventBus(int(settings["events.history"]))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         cache = EraCache(paths.eras) if settings["upstream.eraCache"] else None
-        hooks = _hooks(catalogues, audience, relay, settings)
+        hooks = _hooks(catalogues, audience, relay, settings, events)
         async with open_pool(servers, settings, cache=cache, hooks=hooks) as pool:
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
             holder.append(
-                OpContext(pool, catalogue, settings, trace=trace, relay=relay, audience=audience)
+                OpContext(
+                    pool,
+                    catalogue,
+                    settings,
+                    trace=trace,
+                    relay=relay,
+                    audience=audience,
+                    events=events,
+                )
             )
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)
             # Inside the pool's context: stdio hosts end before the upstreams they use.
@@ -210,7 +229,7 @@ def serve(
         timeout_graceful_shutdown=5,
     )
     try:
-        _Server(config, on_stop=[audience.close, mcp.close]).run(sockets=[unix, tcp])
+        _Server(config, on_stop=[audience.close, mcp.close, events.close]).run(sockets=[unix, tcp])
     finally:
         _remove(paths)
 

@@ -13,15 +13,35 @@ from ._table import Operation
 __all__ = ["openapi"]
 
 
+def _success(op: Operation) -> dict[str, Any]:
+    if op.stream is None:
+        return {"description": "Success", "content": {"application/json": {"schema": op.output}}}
+    # A stream is a string to OpenAPI 3.1; what each event's data holds goes in
+    # x-item-schema, shaped as 3.2's itemSchema for server-sent events.
+    item = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "event": {"type": "string"},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": op.output,
+            },
+        },
+        "required": ["event", "data"],
+    }
+    media = {"schema": {"type": "string"}, "x-item-schema": item}
+    what = "A stream, until the client or the daemon ends it"
+    return {"description": what, "content": {op.stream: media}}
+
+
 def _operation(op: Operation) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "operationId": op.name,
         "summary": op.doc,
         "responses": {
-            "200": {
-                "description": "Success",
-                "content": {"application/json": {"schema": op.output}},
-            },
+            "200": _success(op),
             "default": {
                 "description": "An error, in the one /v1 error shape",
                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
@@ -37,7 +57,7 @@ def _operation(op: Operation) -> dict[str, Any]:
             "schema": p.schema,
         }
         for p in op.params
-        if p.where in ("path", "query")
+        if p.where in ("path", "query", "header")
     ]
     if params:
         doc["parameters"] = params

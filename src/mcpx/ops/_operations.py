@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import time
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from mcpx import spec, wire
@@ -177,11 +179,14 @@ async def request_for_caller(
     meta: dict[str, Any] = {k: caller[k] for k in TRACE_KEYS if k in caller}
     meta |= params.get("_meta") or {}
     level = more_verbose(ctx.log_level, str(ctx.settings["log.level"]))
-    with ctx.relay.call(server, ctx.notify, caller, ctx.log_level) as token:
+    with (
+        ctx.relay.call(server, ctx.notify, caller, ctx.log_level) as token,
+        _reported(ctx, server, method, params) as outcome,
+    ):
         if token is not None:
             meta["progressToken"] = token
         sent = {**params, "_meta": meta} if meta else params
-        return await ctx.pool.request(
+        result = await ctx.pool.request(
             server,
             method,
             sent,
@@ -190,6 +195,28 @@ async def request_for_caller(
             host_capabilities=ctx.host_capabilities,
             log_level=level,
         )
+        outcome["isError"] = bool(result.get("isError"))
+        return result
+
+
+@contextmanager
+def _reported(
+    ctx: OpContext, server: str, method: str, params: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """A ``call.finished`` event when a tools/call ends, however it ends; the caller
+    fills in the outcome (an error is assumed until it does)."""
+    outcome: dict[str, Any] = {}
+    started = time.monotonic()
+    try:
+        yield outcome
+    except BaseException as exc:
+        outcome["error"] = str(exc) or type(exc).__name__
+        raise
+    finally:
+        if method == "tools/call" and ctx.events is not None:
+            ms = round((time.monotonic() - started) * 1000, 1)
+            data = {"tool": params.get("name"), "ms": ms, **outcome}
+            ctx.events.publish("call.finished", data, server=server)
 
 
 async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
@@ -256,7 +283,35 @@ async def complete(ctx: OpContext, args: dict[str, Any]) -> Any:
     return {**out, "source": "server"}
 
 
+async def events(ctx: OpContext, args: dict[str, Any]) -> Any:
+    from mcpx.events import EventFilter, sse_stream
+
+    if ctx.events is None:
+        raise OpError(503, "unavailable", "this daemon has no event stream")
+    # A reconnecting EventSource sends its last id; it is newer than the URL's since.
+    since = args.get("Last-Event-ID", args.get("since"))
+    wanted = EventFilter.of(args.get("kind"), args.get("server"), args.get("uri"))
+    # Subscribed now, before the response starts: nothing published meanwhile is lost.
+    sub = ctx.events.subscribe(wanted, since=since)
+    return sse_stream(sub, float(ctx.settings["transport.sseKeepAlive"]))
+
+
 _OBJ = {"type": "object"}
+
+# One event on /v1/events, as its data line carries it.
+_EVENT = {
+    "type": "object",
+    "properties": {
+        "seq": {"type": "integer", "minimum": 1, "description": "Absent on a gap"},
+        "kind": {"type": "string"},
+        "ts": {"type": "number", "description": "Unix time, seconds"},
+        "server": {"type": "string"},
+        "uri": {"type": "string"},
+        "data": {"type": "object"},
+    },
+    "required": ["kind", "ts", "data"],
+}
+_SEQ = {"type": "integer", "minimum": 0}
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation("health", "GET", "/health", "Is the daemon up", health),
@@ -378,6 +433,23 @@ OPERATIONS: tuple[Operation, ...] = (
             Param("ref", _OBJ, "A ref/prompt or ref/resource reference", required=True),
             Param("argument", _OBJ, "{name, value}", required=True),
         ),
+    ),
+    Operation(
+        "events",
+        "GET",
+        "/v1/events",
+        "Follow the daemon's events (server-sent events); since or Last-Event-ID replays",
+        events,
+        params=(
+            Param("kind", {"type": "string"}, "Only these kinds (comma-separated)", where="query"),
+            Param("server", {"type": "string"}, "Only this server's events", where="query"),
+            Param("uri", {"type": "string"}, "Only events about this resource URI", where="query"),
+            Param("since", _SEQ, "Replay retained events after this seq (0: all)", where="query"),
+            Param("Last-Event-ID", _SEQ, "As since; wins over it (reconnects)", where="header"),
+        ),
+        output=_EVENT,
+        cli=Cli("events", view="events"),
+        stream="text/event-stream",
     ),
 )
 

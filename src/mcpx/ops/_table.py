@@ -1,8 +1,10 @@
 """The operations table: every /v1 operation declared once.
 
 An ``Operation`` names itself, its HTTP method and path, its parameters (each
-a JSON Schema, with where it travels: path, query or body), its output schema,
-its handler and a one-line doc. The HTTP routes, ``/openapi.json``, the CLI
+a JSON Schema, with where it travels: path, query, body or a header), its
+output schema, its handler and a one-line doc. A streamed operation names the
+media type it streams (``stream``); its handler returns an async iterator of
+bytes, sent as they come. The HTTP routes, ``/openapi.json``, the CLI
 subcommands (and later the gateway's MCP tools) are all generated from
 ``OPERATIONS``; nothing else declares an operation.
 """
@@ -26,7 +28,7 @@ class Param:
     name: str
     schema: dict[str, Any]
     doc: str
-    where: Literal["path", "query", "body"] = "body"
+    where: Literal["path", "query", "body", "header"] = "body"
     required: bool = False
 
 
@@ -50,6 +52,8 @@ class Operation:
     params: tuple[Param, ...] = ()
     output: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
     cli: Cli | None = None
+    # The media type of a streamed response (e.g. text/event-stream); None: JSON.
+    stream: str | None = None
 
     def input_schema(self) -> dict[str, Any]:
         """The operation's whole input as one JSON Schema object."""
