@@ -73,7 +73,13 @@ class UnixHttp:
 
     @contextmanager
     def stream(
-        self, method: str, path: str, *, params: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json_body: Any = None,
+        headers: dict[str, str] | None = None,
     ) -> Iterator[http.client.HTTPResponse]:
         """A response read as it comes (no timeout: a stream waits as long as it must).
 
@@ -82,9 +88,13 @@ class UnixHttp:
         """
         if params:
             path = f"{path}?{urlencode(params)}"
+        body = None if json_body is None else json.dumps(json_body).encode()
+        sent = dict(headers or {})
+        if body is not None:
+            sent["Content-Type"] = "application/json"
         conn = _UnixConnection(self.path, None)
         try:
-            conn.request(method, path)
+            conn.request(method, path, body=body, headers=sent)
             yield conn.getresponse()
         finally:
             conn.close()

@@ -23,6 +23,7 @@ from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
 from ._events import follow
 from ._http import Reply
+from ._relay import relayed_call
 
 __all__ = ["op_commands"]
 
@@ -110,7 +111,10 @@ def _command(op: Operation) -> click.Command:
         if op.stream is not None:
             follow(client, path, kw.get("params") or {}, as_json=as_json, fail=_fail)
             return
-        response = client.call(op.method, path, **kw)
+        if op.relays:
+            response = relayed_call(client, op.method, path, kw.get("json_body"))
+        else:
+            response = client.call(op.method, path, **kw)
         if response.status_code >= 400:
             _fail(response)
         _show(spec.view, response.json(), as_json)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from typing import Any
 
 import jsonschema
@@ -25,6 +26,8 @@ from starlette.types import ASGIApp
 
 from mcpx import wire
 from mcpx.ops import OPERATIONS, OpContext, Operation, OpError, openapi
+
+from ._mcp_answer import LazyAnswer, json_line
 
 __all__ = ["build_app"]
 
@@ -90,11 +93,49 @@ def _validate(op: Operation, args: dict[str, Any]) -> None:
         )
 
 
+_NDJSON = "application/x-ndjson"
+
+
+def _relayed(op: Operation, ctx: OpContext, args: dict[str, Any], request: Request) -> ASGIApp:
+    """The answer of a call whose caller takes a relay stream (``Accept`` names ndjson).
+
+    Plain JSON if nothing was relayed before the answer; otherwise ndjson lines, each
+    ``{"notification": {method, params}}``, then the very body the JSON would have had.
+    """
+    status = [200]
+    level = request.headers.get("x-mcpx-log-level", "info")
+
+    async def run(answer: LazyAnswer) -> dict[str, Any]:
+        def notify(method: str, params: dict[str, Any]) -> None:
+            answer.emit({"notification": {"method": method, "params": params}})
+
+        # The caller is told of progress under a token of its own, and of log lines at
+        # its level (info unless X-Mcpx-Log-Level says otherwise).
+        relaying = replace(ctx, notify=notify, caller_meta={"progressToken": "v1"}, log_level=level)
+        try:
+            out: dict[str, Any] = await op.handler(relaying, args)
+            return out
+        except OpError as exc:
+            status[0] = exc.status
+            return exc.body()
+
+    return LazyAnswer(
+        run,
+        streams_ok=False,  # no keep-alive lines: ndjson has none to give
+        keepalive=0,
+        status_of=lambda _: status[0],
+        stream_type=_NDJSON,
+        encode=json_line,
+    )
+
+
 def _route(op: Operation, ctx: Callable[[], OpContext]) -> Route:
     async def endpoint(request: Request) -> Response:
         try:
             args = await _gather(op, request)
             _validate(op, args)
+            if op.relays and _NDJSON in request.headers.get("accept", ""):
+                return _relayed(op, ctx(), args, request)  # type: ignore[return-value]
             out = await op.handler(ctx(), args)
             if op.stream is not None:
                 headers = {"Cache-Control": "no-store"}

@@ -1,4 +1,8 @@
-"""One POST's answer on ``/mcp``: plain JSON, or an event stream when it must be one.
+"""One POST's answer: plain JSON, or a stream when it must be one.
+
+On ``/mcp`` the stream is ``text/event-stream`` (JSON-RPC frames as events); on
+``/v1/call`` it is ``application/x-ndjson`` (one JSON value per line). Both follow the
+same rules.
 
 Invariants:
 
@@ -27,15 +31,19 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mcpx import wire
 
-__all__ = ["LazyAnswer"]
+__all__ = ["LazyAnswer", "json_line", "sse_event"]
 
 _KEEPALIVE: Final = b": keepalive\n\n"
 # Emitted frames waiting for the writer; a slow client holds up the request, not memory.
 _BUFFER: Final = 256
 
 
-def _event(frame: wire.Frame) -> bytes:
+def sse_event(frame: wire.Frame) -> bytes:
     return b"event: message\ndata: " + wire.dumps(frame) + b"\n\n"
+
+
+def json_line(value: wire.Frame) -> bytes:
+    return wire.dumps(value) + b"\n"
 
 
 class LazyAnswer:
@@ -53,8 +61,14 @@ class LazyAnswer:
         keepalive: float,
         status_of: Callable[[wire.Frame], int],
         headers: dict[str, str] | None = None,
+        stream_type: str = "text/event-stream",
+        encode: Callable[[wire.Frame], bytes] = sse_event,
+        keepalive_bytes: bytes = _KEEPALIVE,
     ) -> None:
         self._run = run
+        self._stream_type = stream_type
+        self._encode = encode
+        self._keepalive_bytes = keepalive_bytes
         self._streams_ok = streams_ok
         self._keepalive = keepalive
         self._status_of = status_of
@@ -106,7 +120,7 @@ class LazyAnswer:
                     got = await self._in.receive()
                 if got is None:  # silence: a stream it is, kept alive
                     await self._start_stream(send)
-                    await send(_body(_KEEPALIVE))
+                    await send(_body(self._keepalive_bytes))
                     continue
                 final, frame = got
                 if final and not self.streaming:
@@ -114,7 +128,7 @@ class LazyAnswer:
                     return
                 await self._start_stream(send)
                 if frame is not None:
-                    await send(_body(_event(frame)))
+                    await send(_body(self._encode(frame)))
                 if final:
                     await send(_body(b"", more=False))
                     return
@@ -125,7 +139,7 @@ class LazyAnswer:
         self.streaming = True
         headers = {
             **self._headers,
-            "content-type": "text/event-stream",
+            "content-type": self._stream_type,
             "cache-control": "no-store",
         }
         await send(_start(200, headers))

@@ -14,6 +14,24 @@ __all__ = ["openapi"]
 
 
 def _success(op: Operation) -> dict[str, Any]:
+    if op.stream is None and op.relays:
+        # With Accept: application/x-ndjson, whatever the upstream relays comes first as
+        # {"notification": …} lines, then this same body as the last line.
+        line = {
+            "oneOf": [
+                {
+                    "type": "object",
+                    "properties": {"notification": {"type": "object"}},
+                    "required": ["notification"],
+                },
+                op.output,
+            ]
+        }
+        content = {
+            "application/json": {"schema": op.output},
+            "application/x-ndjson": {"schema": {"type": "string"}, "x-item-schema": line},
+        }
+        return {"description": "Success", "content": content}
     if op.stream is None:
         return {"description": "Success", "content": {"application/json": {"schema": op.output}}}
     # A stream is a string to OpenAPI 3.1; what each event's data holds goes in

@@ -368,6 +368,7 @@ OPERATIONS: tuple[Operation, ...] = (
             _TIMEOUT,
         ),
         cli=Cli("call", positional=("server", "tool"), view="call"),
+        relays=True,
     ),
     Operation(
         "prompts.list",

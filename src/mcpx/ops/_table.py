@@ -54,6 +54,9 @@ class Operation:
     cli: Cli | None = None
     # The media type of a streamed response (e.g. text/event-stream); None: JSON.
     stream: str | None = None
+    # The upstream's progress and log lines can be relayed while it runs, as
+    # application/x-ndjson lines, to a caller whose Accept asks for them.
+    relays: bool = False
 
     def input_schema(self) -> dict[str, Any]:
         """The operation's whole input as one JSON Schema object."""

@@ -1,0 +1,83 @@
+"""``mcpx call`` following a relay stream: progress as a bar, log lines on stderr.
+
+The daemon answers plain JSON when nothing was relayed, else ndjson lines: each
+``{"notification": …}`` then the body the JSON would have had. stdout only ever gets
+the result; progress and log lines go to stderr, the bar only on a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from ._daemon import DaemonClient
+from ._http import Reply
+
+__all__ = ["relayed_call"]
+
+_NDJSON = "application/x-ndjson"
+
+
+class _Bar:
+    """A rich progress bar on stderr, made on the first report (rich imports lazily)."""
+
+    def __init__(self) -> None:
+        self._progress: Any = None
+        self._task: Any = None
+
+    def update(self, params: dict[str, Any]) -> None:
+        if not sys.stderr.isatty():
+            return
+        if self._progress is None:
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self._progress = Progress(console=Console(stderr=True), transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task("calling", total=None)
+        total = params.get("total")
+        description = str(params.get("message") or "calling")
+        self._progress.update(
+            self._task, completed=params.get("progress", 0), total=total, description=description
+        )
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def _log(params: dict[str, Any]) -> None:
+    data = params.get("data")
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    click.echo(f"{params.get('level', 'info')}: {text}", err=True)
+
+
+def relayed_call(client: DaemonClient, method: str, path: str, body: Any) -> Reply:
+    """One call whose progress and log lines are shown as they come; the final reply."""
+    client.ensure()
+    headers = {"Accept": f"application/json, {_NDJSON}"}
+    bar = _Bar()
+    with client.http().stream(method, path, json_body=body, headers=headers) as response:
+        try:
+            if _NDJSON not in (response.getheader("content-type") or ""):
+                return Reply(response.status, response.read().decode("utf-8", "replace"))
+            last = ""
+            for raw in response:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line:
+                    continue
+                doc = json.loads(line)
+                note = doc.get("notification") if isinstance(doc, dict) else None
+                if not isinstance(note, dict):
+                    last = line
+                    continue
+                if note.get("method") == "notifications/progress":
+                    bar.update(note.get("params") or {})
+                elif note.get("method") == "notifications/message":
+                    _log(note.get("params") or {})
+            return Reply(response.status, last)
+        finally:
+            bar.close()
