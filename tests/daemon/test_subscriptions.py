@@ -45,6 +45,18 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
 
 
+_TOGGLED: set[int] = set()
+
+
+def _updates_on(daemon: Daemon) -> None:
+    """Turn server-everything's simulated updates on, once: the tool toggles them."""
+    if id(daemon) in _TOGGLED:
+        return
+    done = daemon.cli("call", "everything", "toggle-subscriber-updates")
+    assert done.returncode == 0, done.stderr
+    _TOGGLED.add(id(daemon))
+
+
 def _subscriptions(daemon: Daemon) -> dict[str, list[str]]:
     with daemon.http() as api:
         return {s["name"]: s["subscriptions"] for s in api.get("/v1/servers").json()["servers"]}
@@ -116,8 +128,7 @@ def test_both_eras_hear_updates_through_one_upstream_subscription(daemon: Daemon
             # Only the URI whose updates will arrive is acknowledged.
             assert ack["notifications"] == {"resourceSubscriptions": [WATCHED]}
             assert _subscriptions(daemon)["everything"] == [DOC]  # still one upstream
-            done = daemon.cli("call", "everything", "toggle-subscriber-updates")
-            assert done.returncode == 0, done.stderr
+            _updates_on(daemon)
             readers = [
                 threading.Thread(target=_collect, args=(modern_lines, modern_got, 2), daemon=True),
                 threading.Thread(
@@ -168,3 +179,44 @@ def test_a_session_that_ends_releases_its_subscriptions(daemon: Daemon) -> None:
         assert _subscriptions(daemon)["everything"] == [DOC]
         assert mcp.delete("/mcp", headers=headers).status_code == 200
         assert _wait(lambda: _subscriptions(daemon)["everything"] == [])
+
+
+def _events(lines: Iterator[str], got: list[dict[str, Any]], want: int) -> None:
+    for line in lines:
+        if line.startswith("data: "):
+            got.append(json.loads(line[len("data: ") :]))
+            if len(got) >= want:
+                return
+
+
+def test_an_events_stream_naming_a_uri_watches_it_for_its_life(daemon: Daemon) -> None:
+    got: list[dict[str, Any]] = []
+    transport = httpx.HTTPTransport(uds=daemon.info["socket"])
+    with (
+        httpx.Client(transport=transport, base_url="http://mcpx", timeout=30) as api,
+        api.stream("GET", "/v1/events", params={"uri": WATCHED}) as stream,
+    ):
+        lines = stream.iter_lines()
+        _events(lines, got, 1)
+        watching = got[0]
+        assert watching["kind"] == "resource.watching"
+        assert watching["data"] == {"uri": WATCHED, "subscribed": True, "reason": None}
+        assert _subscriptions(daemon)["everything"] == [DOC]
+        _updates_on(daemon)
+        reader = threading.Thread(target=_events, args=(lines, got, 2), daemon=True)
+        reader.start()
+        reader.join(timeout=20)
+    assert got[1]["kind"] == "resource.updated" and got[1]["uri"] == DOC
+    # The stream closed: the subscription is released.
+    assert _wait(lambda: _subscriptions(daemon)["everything"] == [])
+    # A URI nobody can deliver updates for says why, first.
+    with (
+        daemon.http() as api,
+        api.stream(
+            "GET", "/v1/events", params={"uri": "mcpx://fixture/fixture%3A%2F%2Fstatic"}
+        ) as stream,
+    ):
+        got = []
+        _events(stream.iter_lines(), got, 1)
+    assert got[0]["data"]["subscribed"] is False
+    assert "did not declare resources.subscribe" in got[0]["data"]["reason"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -290,10 +290,55 @@ async def events(ctx: OpContext, args: dict[str, Any]) -> Any:
         raise OpError(503, "unavailable", "this daemon has no event stream")
     # A reconnecting EventSource sends its last id; it is newer than the URL's since.
     since = args.get("Last-Event-ID", args.get("since"))
-    wanted = EventFilter.of(args.get("kind"), args.get("server"), args.get("uri"))
-    # Subscribed now, before the response starts: nothing published meanwhile is lost.
-    sub = ctx.events.subscribe(wanted, since=since)
-    return sse_stream(sub, float(ctx.settings["transport.sseKeepAlive"]))
+    keepalive = float(ctx.settings["transport.sseKeepAlive"])
+    named = args.get("uri")
+    if not named:
+        wanted = EventFilter.of(args.get("kind"), args.get("server"), None)
+        # Subscribed now, before the response starts: nothing published meanwhile is lost.
+        return sse_stream(ctx.events.subscribe(wanted, since=since), keepalive)
+    # A stream naming a URI watches it for its lifetime: resource.watching says first
+    # whether updates will come (and why not), and closing the stream releases it.
+    target = await _watch_target(ctx, args.get("server"), named)
+    if isinstance(target, str):
+        server, uri, reason = args.get("server"), named, target
+    else:
+        (server, uri), reason = target, None
+    # Events carry the upstream's own names: filtered by those.
+    sub = ctx.events.subscribe(EventFilter.of(args.get("kind"), server, uri), since=since)
+    if not isinstance(target, str):
+        reason = await ctx.pool.watches.watch(*target)
+    data = {"uri": named, "subscribed": reason is None, "reason": reason}
+    ctx.events.publish("resource.watching", data, server=server, uri=uri)
+    stream = sse_stream(sub, keepalive)
+    if isinstance(target, str) or reason is not None:
+        return stream
+    return _released(stream, lambda: ctx.pool.watches.unwatch(*target))
+
+
+async def _watch_target(ctx: OpContext, server: str | None, uri: str) -> tuple[str, str] | str:
+    """(server, upstream URI) an events stream watches, or why there is none."""
+    if uri.startswith("mcpx://"):
+        from mcpx.server import upstream_uri
+
+        try:
+            return await upstream_uri(ctx, uri, spec.LEGACY[-1])
+        except wire.McpError as exc:
+            return exc.message
+    if server is None:
+        return "name its server (server=…) or use its mcpx:// URI"
+    if server not in ctx.pool.servers:
+        return f"no server named {server!r}"
+    return server, uri
+
+
+async def _released(
+    stream: AsyncIterator[bytes], release: Callable[[], None]
+) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in stream:
+            yield chunk
+    finally:
+        release()
 
 
 _OBJ = {"type": "object"}

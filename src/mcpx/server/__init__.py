@@ -22,6 +22,7 @@ from ._origin import origin_allowed
 from ._passthrough import tool_schema
 from ._revision import check_removed, judge, negotiate_initialize
 from ._subscriptions import release_all
+from ._surface import upstream_uri
 
 __all__ = [
     "INSTRUCTIONS",
@@ -44,4 +45,5 @@ __all__ = [
     "origin_allowed",
     "release_all",
     "tool_schema",
+    "upstream_uri",
 ]
