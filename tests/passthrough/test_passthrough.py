@@ -52,7 +52,9 @@ def host(daemon: Daemon) -> Iterator[StdioPeer]:
 @pytest.fixture(scope="module")
 def everything() -> Iterator[StdioPeer]:
     with stdio_peer(everything_server_command("stdio")) as peer:
-        peer.initialize(REV)
+        # Declared as mcpx declares upstream: it can always answer (the broker at least),
+        # and server-everything lists its asking tools only to such a client.
+        peer.initialize(REV, {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}})
         yield peer
 
 

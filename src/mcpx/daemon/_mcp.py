@@ -48,6 +48,7 @@ from mcpx.spec import HEADERLESS, MODERN
 from mcpx.wire import (
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
+    InternalError,
     InvalidRequest,
     Kind,
     McpError,
@@ -58,6 +59,14 @@ from ._mcp_answer import LazyAnswer
 __all__ = ["McpEndpoint"]
 
 _JSON: Final = "application/json"
+
+
+@dataclass
+class _Asked:
+    """A question waiting for the client's answer."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    reply: dict[str, Any] = field(default_factory=dict)
 
 
 # Frames waiting for a session's GET stream; beyond this the oldest are dropped (they
@@ -76,6 +85,48 @@ class _Session:
     ended: anyio.Event = field(default_factory=anyio.Event)
     outbox: deque[wire.Frame] = field(default_factory=lambda: deque(maxlen=_OUTBOX))
     waiting: anyio.Event = field(default_factory=anyio.Event)
+
+    asks: dict[int, _Asked] = field(default_factory=dict)
+    last_ask: int = 0
+
+    async def ask(
+        self,
+        answer: LazyAnswer,
+        method: str,
+        params: dict[str, Any],
+        timeout: float,
+        trace: Any,
+    ) -> dict[str, Any]:
+        """Put a question to the client on ``answer``'s stream; its result.
+
+        Raises:
+            McpError: the client answered with an error, or did not answer in time.
+        """
+        self.last_ask -= 1  # negative ids: never one the client uses for its own
+        rid = self.last_ask
+        waiting = self.asks[rid] = _Asked()
+        request = wire.request(rid, method, params)
+        if trace is not None:
+            trace(self.conn.revision, request, None)
+        answer.emit(request)
+        try:
+            with anyio.fail_after(timeout):
+                await waiting.done.wait()
+        except TimeoutError:
+            raise InternalError(f"the client did not answer {method} in {timeout:g} s") from None
+        finally:
+            self.asks.pop(rid, None)
+        reply = waiting.reply
+        if "error" in reply:
+            raise McpError.from_error(reply["error"])
+        result: dict[str, Any] = reply.get("result") or {}
+        return result
+
+    def answered(self, frame: wire.Frame) -> None:
+        waiting = self.asks.get(frame.get("id"))  # type: ignore[arg-type]
+        if waiting is not None:
+            waiting.reply = dict(frame)
+            waiting.done.set()
 
     def deliver(self, frame: dict[str, Any]) -> None:
         """The session's push: queued for its GET stream (sync, never blocks)."""
@@ -284,20 +335,29 @@ class McpEndpoint:
         if session is None:
             return self._refused(404, "Session not found (unknown or terminated)", request_id)
         session.used = time.monotonic()
-        if kind is not Kind.REQUEST:
-            # Notifications need no answer; responses to server requests have no
-            # one waiting for them yet, as nothing is sent to a client unasked.
+        if kind in (Kind.RESULT, Kind.ERROR):
+            # The answer to a question mcpx put on one of this session's streams.
+            session.answered(frame)
             return Response(status_code=202)
+        if kind is not Kind.REQUEST:
+            return Response(status_code=202)
+        streams_ok = _offers_streams(request)
+        ask_timeout = float(ctx.settings["proto.askTimeout"])
 
         async def run(answer: LazyAnswer) -> wire.Frame | None:
-            conn = session.conn
+            async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+                # The POST's response becomes an event stream carrying the question; the
+                # host answers with a POST of its own on the session.
+                return await session.ask(answer, method, params, ask_timeout, ctx.trace)
+
             return await dispatch(
                 frame,
-                conn,
+                session.conn,
                 ctx,
                 settings=ctx.settings,
                 header_version=header_version,
                 notify=answer.emit,
+                ask=ask if streams_ok else None,
             )
 
         return self._lazy(request, run, modern=False)
@@ -309,10 +369,9 @@ class McpEndpoint:
         *,
         modern: bool,
     ) -> LazyAnswer:
-        accept = request.headers.get("accept", "")
         return LazyAnswer(
             run,
-            streams_ok="text/event-stream" in accept or "*/*" in accept,
+            streams_ok=_offers_streams(request),
             keepalive=float(self._ctx().settings["transport.sseKeepAlive"]),
             status_of=_status_of if modern else _always_200,
         )
@@ -362,6 +421,11 @@ class McpEndpoint:
         if not self._end(sid):
             return self._refused(404, "Session not found (unknown or terminated)")
         return Response(status_code=200)
+
+
+def _offers_streams(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "text/event-stream" in accept or "*/*" in accept
 
 
 def _status_of(reply: wire.Frame) -> int:

@@ -43,6 +43,10 @@ class DaemonPaths:
     def catalogue(self) -> Path:
         return self.state / "catalogue.json"
 
+    @property
+    def questions(self) -> Path:
+        return self.state / "questions.db"
+
 
 def demo_server() -> ServerConfig:
     """The embedded default upstream: mcpx's own bundled demo server."""

@@ -34,6 +34,7 @@ from mcpx.config import ServerConfig, Settings
 from mcpx.events import EventBus, publish_notification
 from mcpx.ops import Catalogue, OpContext, Relay
 from mcpx.pool import open_pool
+from mcpx.questions import Broker, NativeFirst
 from mcpx.server import Audience
 
 from ._app import build_app
@@ -181,7 +182,10 @@ def serve(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         cache = EraCache(paths.eras) if settings["upstream.eraCache"] else None
         hooks = _hooks(catalogues, audience, relay, settings, events)
-        async with open_pool(servers, settings, cache=cache, hooks=hooks) as pool:
+        broker = Broker(paths.questions)
+        # Upstream questions: the calling host first, the broker after.
+        handler = NativeFirst(broker, relay, lambda: holder[0].pool if holder else None)
+        async with open_pool(servers, settings, cache=cache, hooks=hooks, handler=handler) as pool:
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
@@ -194,6 +198,7 @@ def serve(
                     relay=relay,
                     audience=audience,
                     events=events,
+                    broker=broker,
                 )
             )
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import ERROR_SCHEMA, OpError
 from ._openapi import openapi
 from ._operations import OPERATIONS, TRACE_KEYS, by_name, request_for_caller
-from ._relay import LEVELS, Notify, Relay, more_verbose
+from ._relay import LEVELS, HostAsker, Notify, Relay, more_verbose
 from ._search import rank_tools
 from ._table import Cli, Operation, Param
 
@@ -25,6 +25,7 @@ __all__ = [
     "TRACE_KEYS",
     "Catalogue",
     "Cli",
+    "HostAsker",
     "Notify",
     "OpContext",
     "OpError",

@@ -13,7 +13,7 @@ from mcpx.config import Settings
 from mcpx.pool import Pool
 
 from ._catalogue import Catalogue
-from ._relay import Notify, Relay
+from ._relay import HostAsker, Notify, Relay
 
 __all__ = ["OpContext"]
 
@@ -40,6 +40,10 @@ class OpContext:
     notify: Notify | None = None
     log_level: str | None = None
     caller_meta: dict[str, Any] | None = None
+    # The durable question store (mcpx.questions.Broker).
+    broker: Any = None
+    # How the request's host can be asked an upstream's question (None: it cannot).
+    asker: HostAsker | None = None
     # This connection's own mcp.passthrough (``mcpx serve --passthrough``); None: the
     # daemon's setting.
     passthrough: tuple[str, ...] | None = None

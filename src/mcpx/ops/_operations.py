@@ -180,7 +180,7 @@ async def request_for_caller(
     meta |= params.get("_meta") or {}
     level = more_verbose(ctx.log_level, str(ctx.settings["log.level"]))
     with (
-        ctx.relay.call(server, ctx.notify, caller, ctx.log_level) as token,
+        ctx.relay.call(server, ctx.notify, caller, ctx.log_level, ctx.asker) as token,
         _reported(ctx, server, method, params) as outcome,
     ):
         if token is not None:
@@ -341,7 +341,54 @@ async def _released(
         release()
 
 
+def _broker(ctx: OpContext) -> Any:
+    if ctx.broker is None:
+        raise OpError(503, "unavailable", "this daemon keeps no questions")
+    return ctx.broker
+
+
+async def questions_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return {"questions": [q.as_json() for q in _broker(ctx).pending()]}
+
+
+async def questions_show(ctx: OpContext, args: dict[str, Any]) -> Any:
+    found = _broker(ctx).get(args["id"])
+    if found is None:
+        raise OpError(404, "unknown_question", f"no question {args['id']!r}")
+    return found.as_json()
+
+
+async def _settle(ctx: OpContext, qid: str, how: str, content: Any = None) -> Any:
+    from mcpx.questions import QuestionClosed
+
+    broker = _broker(ctx)
+    try:
+        if how == "answer":
+            done = broker.answer(qid, content if isinstance(content, dict) else {})
+        else:
+            done = getattr(broker, how)(qid)
+    except QuestionClosed as exc:
+        raise OpError(409, "question_closed", exc.message) from exc
+    except wire.McpError as exc:  # the answer does not match the requested schema
+        details = exc.data if isinstance(exc.data, dict) else {}
+        raise OpError(400, "invalid_answer", exc.message, details) from exc
+    return done.as_json()
+
+
+async def questions_answer(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return await _settle(ctx, args["id"], "answer", args.get("content"))
+
+
+async def questions_decline(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return await _settle(ctx, args["id"], "decline")
+
+
+async def questions_cancel(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return await _settle(ctx, args["id"], "cancel")
+
+
 _OBJ = {"type": "object"}
+_QID = Param("id", {"type": "string"}, "Question id", required=True, where="path")
 
 # One event on /v1/events, as its data line carries it.
 _EVENT = {
@@ -479,6 +526,45 @@ OPERATIONS: tuple[Operation, ...] = (
             Param("ref", _OBJ, "A ref/prompt or ref/resource reference", required=True),
             Param("argument", _OBJ, "{name, value}", required=True),
         ),
+    ),
+    Operation(
+        "questions.list",
+        "GET",
+        "/v1/questions",
+        "Questions upstreams asked that wait for an answer (the broker)",
+        questions_list,
+    ),
+    Operation(
+        "questions.show",
+        "GET",
+        "/v1/questions/{id}",
+        "One question, with the time it has left",
+        questions_show,
+        params=(_QID,),
+    ),
+    Operation(
+        "questions.answer",
+        "POST",
+        "/v1/questions/{id}/answer",
+        "Answer a question (checked against what it asked for)",
+        questions_answer,
+        params=(_QID, Param("content", _OBJ, "The answer", required=True)),
+    ),
+    Operation(
+        "questions.decline",
+        "POST",
+        "/v1/questions/{id}/decline",
+        "Decline a question",
+        questions_decline,
+        params=(_QID,),
+    ),
+    Operation(
+        "questions.cancel",
+        "POST",
+        "/v1/questions/{id}/cancel",
+        "Dismiss a question without choosing",
+        questions_cancel,
+        params=(_QID,),
     ),
     Operation(
         "events",

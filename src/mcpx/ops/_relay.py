@@ -19,15 +19,25 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["LEVELS", "Notify", "Relay", "more_verbose"]
+__all__ = ["LEVELS", "HostAsker", "Notify", "Relay", "more_verbose"]
 
 # Sends one notification (method, params) to the host, spelled for its revision.
 Notify = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class HostAsker:
+    """How a question reaches the host that made a call: whether it declared what the
+    question needs (``can``), and asking it in its own era (``ask``)."""
+
+    can: Callable[[str, Mapping[str, Any]], bool]
+    ask: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
 
 LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 PROGRESS_INTERVAL: Final = 0.02
@@ -46,6 +56,7 @@ class _Call:
     notify: Notify
     level: str | None
     host_token: str | int | None
+    asker: HostAsker | None = None
     last: float = -math.inf
     finished: bool = False
     sent_at: float = -math.inf
@@ -67,15 +78,15 @@ class Relay:
         notify: Notify | None,
         meta: Mapping[str, Any] | None,
         level: str | None,
+        asker: HostAsker | None = None,
     ) -> Iterator[str | None]:
         """Register one call for its duration; yields the upstream progress token
         (None when the host asked for no progress or cannot be told)."""
-        if notify is None:
-            yield None
-            return
-        host_token = meta.get("progressToken") if meta is not None else None
         n = next(self._ids)
-        entry = _Call(server, notify, level, host_token)
+        host_token = meta.get("progressToken") if meta is not None else None
+        entry = _Call(server, notify or _nobody, level, host_token, asker)
+        if notify is None:
+            host_token = None  # nobody to tell: no progress asked for upstream
         token = f"mcpx-{n}" if isinstance(host_token, str | int) else None
         self._calls[n] = entry
         if token is not None:
@@ -86,6 +97,10 @@ class Relay:
             self._calls.pop(n, None)
             if token is not None:
                 self._by_token.pop(token, None)
+
+    def calls_on(self, server: str) -> list[HostAsker | None]:
+        """The calls in flight on ``server`` (each with how its host can be asked)."""
+        return [c.asker for c in self._calls.values() if c.server == server]
 
     def upstream_notified(self, server: str, method: str, params: Mapping[str, Any]) -> int:
         """Relay one upstream notification; how many hosts were told."""
@@ -124,3 +139,7 @@ class Relay:
                 entry.notify("notifications/message", dict(params))
                 told += 1
         return told
+
+
+def _nobody(method: str, params: dict[str, Any]) -> None:
+    """The notify of a call whose host cannot be told anything now."""

@@ -30,6 +30,7 @@ from mcpx.wire import InvalidParams, InvalidRequest, McpError, MethodNotFound
 from . import _passthrough as passthrough
 from . import _subscriptions as subscriptions
 from . import _surface as surface
+from ._asking import host_asker
 from ._conn import Conn
 from ._identity import identity_for
 from ._listen import listen
@@ -78,12 +79,15 @@ async def dispatch(
     settings: Settings,
     header_version: str | None = None,
     notify: Callable[[JSON], None] | None = None,
+    ask: Callable[[str, JSON], Awaitable[JSON]] | None = None,
 ) -> JSON | None:
     """The response to ``frame`` (None for a notification).
 
     ``header_version`` is the ``MCP-Protocol-Version`` header on HTTP (None on stdio).
     ``notify`` sends a notification frame to the client at once, ahead of the response
     (on the request's own stream, or the stdio pipe); None: nothing can be.
+    ``ask`` sends the client a request (method, params) and returns its result, for
+    an upstream's question during this request; None: the client cannot be asked.
     A legacy ``initialize`` records the handshake on ``conn``.
     """
     if "id" not in frame:
@@ -93,7 +97,7 @@ async def dispatch(
     request_id = frame["id"]
     judged: list[str] = []
     try:
-        result = await _answer(frame, conn, ctx, settings, header_version, judged, notify)
+        result = await _answer(frame, conn, ctx, settings, header_version, judged, notify, ask)
         reply = wire.result(request_id, result)
     except McpError as exc:
         reply = wire.error(request_id, exc)
@@ -112,6 +116,7 @@ async def _answer(
     header_version: str | None,
     judged: list[str],
     notify: Callable[[JSON], None] | None,
+    ask: Callable[[str, JSON], Awaitable[JSON]] | None,
 ) -> JSON:
     method, params = frame.get("method"), frame.get("params", {})
     if not isinstance(method, str):
@@ -145,6 +150,7 @@ async def _answer(
         notify=_spelling(notify, rev, ctx, settings),
         log_level=view.log_level,
         caller_meta=dict(meta) if isinstance(meta, Mapping) else None,
+        asker=None if ask is None else host_asker(view, rev, ask),
     )
     try:
         call = _Call(method, params, view, per_request, settings, rev, frame["id"])

@@ -1,0 +1,96 @@
+"""The one function every upstream question goes through: the host first, the broker after.
+
+Invariants:
+
+- One function for both eras: a legacy server's request on the wire and a modern
+  server's ``input_required`` round reach ``answer`` alike (the client calls it).
+- A question belongs to a call only when that call is the only one in flight on the
+  server (the relay's calls against the pool's in-flight count): with two, attribution
+  is a guess, and one client's question must never reach another. Unattributed, it goes
+  to the broker.
+- The owning host is asked natively only if it declared what the question needs (form
+  or url elicitation, sampling, roots) and its connection can be asked; otherwise the
+  broker keeps it until someone answers, declines or it expires (as cancel).
+- The host sees who asks: "<server> (via mcpx) asks: …".
+- ``roots/list`` nobody can answer gets mcpx's own roots (none configured: empty).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from mcpx import spec
+from mcpx.client import Asked
+from mcpx.wire import MethodNotFound
+
+from ._broker import Broker
+
+if TYPE_CHECKING:
+    from mcpx.ops import HostAsker, Relay
+    from mcpx.pool import Pool
+
+__all__ = ["ASKABLE", "NativeFirst", "attributed"]
+
+log = logging.getLogger("mcpx.questions")
+
+ASKABLE: Final = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+
+
+def attributed(message: object, server: str) -> str:
+    return f"{server} (via mcpx) asks: {message}"
+
+
+class NativeFirst:
+    """The daemon's ``QuestionHandler``."""
+
+    def __init__(self, broker: Broker, relay: Relay, pool: Callable[[], Pool | None]) -> None:
+        self._broker = broker
+        self._relay = relay
+        self._pool = pool
+
+    def capabilities(self, revision: str) -> dict[str, Any]:
+        """What mcpx declares upstream, in ``revision``'s terms: it can always answer
+        elicitation and sampling (the broker at least) and roots (its own)."""
+        caps: dict[str, Any] = {}
+        for name, subs in (("elicitation", ("form", "url")), ("sampling", ()), ("roots", ())):
+            if spec.defined("capability", name, revision, "client"):
+                caps[name] = {
+                    sub: {}
+                    for sub in subs
+                    if spec.defined("capability", f"{name}.{sub}", revision, "client")
+                }
+        return caps
+
+    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+        if method == "ping":
+            return {}
+        if method not in ASKABLE:
+            raise MethodNotFound(f"mcpx does not answer {method}")
+        shown = _shown(method, params, asked.server)
+        owner = self._owner(asked.server)
+        if owner is not None and owner.can(method, shown):
+            log.info("%s asks its caller: %s", asked.server, method)
+            return await owner.ask(method, shown)
+        if method == "roots/list":
+            return {"roots": []}
+        question = self._broker.ask(
+            asked.server, method, shown, identity=None, routing="broker: no host could be asked"
+        )
+        log.info("%s asked %s; held by the broker as %s", asked.server, method, question.id)
+        return await self._broker.wait(question.id)
+
+    def _owner(self, server: str) -> HostAsker | None:
+        calls = self._relay.calls_on(server)
+        pool = self._pool()
+        in_flight = sum(i.in_flight for i in pool.instances(server)) if pool else len(calls)
+        if len(calls) == 1 and in_flight <= 1:
+            return calls[0]
+        return None
+
+
+def _shown(method: str, params: dict[str, Any], server: str) -> dict[str, Any]:
+    if method == "elicitation/create" and "message" in params:
+        return {**params, "message": attributed(params["message"], server)}
+    return params
