@@ -1,174 +1,149 @@
-"""Call throughput and latency: mcpx against a direct call and against fastmcp's proxy.
+"""Call throughput and latency: mcpx's client and server sides against direct calls and peers.
 
-    bash bench/setup.sh            # peers + fastmcp 4.1.x in .tooling (once)
+    bash bench/setup.sh            # peers + fastmcp 4.1.x + mcp-proxy 0.13 in .tooling (once)
     .venv/bin/python bench/bench_call.py [--n 2000] [--reps 3]
 
-In one run, interleaved, medians of ``--reps`` repetitions, all against the same echo
-upstream over stdio (tests/fixtures/sdk_server.py on the official SDK 2.3.0):
+In one run, interleaved (the order rotated each repetition), medians of ``--reps``
+repetitions, each sequentially and 8-concurrently, all against the same echo upstream
+over stdio (tests/fixtures/sdk_server.py on the official SDK 2.3.0):
 
-(a) direct: the official Python SDK client talking to the upstream itself;
-(b) mcpx: ``POST /v1/call`` to a warm daemon over its unix socket;
-(c) fastmcp: ``fastmcp.server.create_proxy`` (4.1.x) served on a unix socket,
-    called with stateless 2026-07-28 ``tools/call`` POSTs.
+(a)  direct: the official Python SDK client spawning the upstream itself;
+(a') direct-raw: the raw JSON-lines host of (d) and (f) spawning the upstream itself;
+(b)  mcpx /v1: ``POST /v1/call`` to a warm daemon over its unix socket;
+(c)  fastmcp HTTP (unix): ``fastmcp.server.create_proxy`` (4.1.x) on a unix socket,
+     stateless 2026-07-28 ``tools/call`` POSTs;
+(d)  mcpx serve: a raw JSON-lines host spawning ``mcpx serve`` (stdio) -> the daemon;
+     ``initialize`` 2025-11-25 once, then ``tools/call`` of ``mcpx_call``;
+(d') the same, 2026-07-28 (no handshake, ``_meta`` on each request);
+(e)  mcpx /mcp: stateless 2026-07-28 ``tools/call`` of ``mcpx_call`` POSTed to the
+     daemon's ``/mcp`` on 127.0.0.1 (keep-alive);
+(f)  fastmcp stdio: the host of (d) spawning fastmcp's proxy run over stdio, calling ``echo``;
+(g)  fastmcp HTTP: (c) on 127.0.0.1 instead of a unix socket;
+(h)  mcp-proxy 0.13 (on the SDK 1.x, its own venv): its Streamable HTTP ``/mcp`` on
+     127.0.0.1, one 2025-11-25 session (its ``Mcp-Session-Id``), keep-alive.
 
-Each sequentially and 8-concurrently. Also: a warm pool's first call from a fresh CLI
-process, the daemon's RSS with 10 upstreams started, and the number of upstream HTTP
-requests per call for a Streamable HTTP upstream. Prints a table; only loopback.
+Also: a warm pool's first call from a fresh CLI process, the daemon's RSS with 10
+upstreams started, and the number of upstream HTTP requests per call for a Streamable
+HTTP upstream. Prints a table; only loopback and unix sockets.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-TOOLING = ROOT / ".tooling"
-SDK_PY = TOOLING / "peers" / "mcp-2.3.0" / "bin" / "python"
-FASTMCP_PY = TOOLING / "bench" / "fastmcp" / "bin" / "python"
-SERVER = [str(SDK_PY), str(ROOT / "tests" / "fixtures" / "sdk_server.py"), "--transport", "stdio"]
-WORKERS = str(ROOT / "bench" / "workers.py")
-PY = sys.executable
+from harness import (
+    FASTMCP_PY,
+    MCP_PROXY,
+    PY,
+    ROOT,
+    SDK_PY,
+    SERVER,
+    WORKERS,
+    clean_env,
+    fastmcp_http_proxy,
+    free_port,
+    mcp_proxy,
+    mcpx_daemon,
+    rss_kib,
+    run_json,
+    stop,
+    wait_port,
+)
 
+LEGACY, MODERN = "2025-11-25", "2026-07-28"
+SERVE = [PY, "-m", "mcpx", "serve"]
+FASTMCP_STDIO = [str(FASTMCP_PY), WORKERS, "fastmcp-stdio", "--", *SERVER]
 
-def _run_json(argv: list[str]) -> dict[str, Any]:
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(f"{argv[:3]} failed: {out.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
-
-
-def _wait_socket(path: str, proc: subprocess.Popen[bytes], limit: float = 60) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"exited with {proc.returncode}")
-        if os.path.exists(path):
-            try:
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(path)
-                    return
-            except OSError:
-                pass
-        time.sleep(0.05)
-    raise RuntimeError(f"{path} never accepted connections")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-@contextmanager
-def mcpx_daemon(servers: dict[str, Any], work: Path) -> Iterator[dict[str, Any]]:
-    work.mkdir(parents=True, exist_ok=True)
-    state = work / "state"
-    config = work / ".mcpx.json"
-    config.write_text(json.dumps({"mcpServers": servers}))
-    argv = [PY, "-m", "mcpx", "daemon", "--state-dir", str(state), "--config", str(config)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCPX_")}
-    proc = subprocess.Popen(argv, env=env, start_new_session=True)
-    try:
-        _wait_socket(str(state / "mcpx.sock"), proc)
-        while not (state / "daemon.json").exists():
-            time.sleep(0.05)
-        info = json.loads((state / "daemon.json").read_text())
-        yield {
-            "socket": str(state / "mcpx.sock"),
-            "pid": info["pid"],
-            "state": state,
-            "config": config,
-        }
-    finally:
-        _stop(proc)
-
-
-@contextmanager
-def fastmcp_proxy(work: Path) -> Iterator[str]:
-    path = str(work / "fastmcp.sock")
-    proc = subprocess.Popen(
-        [str(FASTMCP_PY), WORKERS, "fastmcp-proxy", path, "--", *SERVER],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        _wait_socket(path, proc)
-        yield path
-    finally:
-        _stop(proc)
-
-
-def _rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+# (key, label): the table's rows, in order.
+PATHS = [
+    ("a", "(a)  direct, SDK client"),
+    ("a'", "(a') direct, raw host"),
+    ("b", "(b)  mcpx /v1/call (unix)"),
+    ("c", "(c)  fastmcp HTTP (unix)"),
+    ("d", "(d)  mcpx serve, stdio 2025-11-25"),
+    ("d'", "(d') mcpx serve, stdio 2026-07-28"),
+    ("e", "(e)  mcpx /mcp, HTTP 2026-07-28"),
+    ("f", "(f)  fastmcp proxy stdio->stdio"),
+    ("g", "(g)  fastmcp proxy HTTP->stdio"),
+    ("h", "(h)  mcp-proxy HTTP->stdio"),
+]
+# (numerator, denominator, target or None): the ratios printed under the table.
+RATIOS = [
+    ("d", "f", 2.0),
+    ("e", "h", 1.5),
+    ("d", "a", None),
+    ("e", "a", None),
+    ("d", "a'", None),
+    ("d'", "a'", None),
+    ("b", "c", None),
+]
 
 
 def throughput(n: int, reps: int, work: Path) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
     with (
         mcpx_daemon({"echo": {"command": SERVER[0], "args": SERVER[1:]}}, work) as d,
-        fastmcp_proxy(work) as proxy,
+        fastmcp_http_proxy(str(work / "fastmcp.sock")) as fastmcp_unix,
+        fastmcp_http_proxy(str(free_port())) as fastmcp_tcp,
+        mcp_proxy() as mcp_proxy_url,
     ):
-        _run_json([PY, WORKERS, "http", "10", "1", "mcpx", d["socket"]])  # start the instance
-        for _rep in range(reps):
+        run_json([PY, WORKERS, "http", "10", "1", "mcpx", d["socket"]])  # start the instance
+        for rep in range(reps):
             for conc in (1, 8):
+                nc = [str(n), str(conc)]
                 runs = {
-                    "direct": [str(SDK_PY), WORKERS, "sdk", str(n), str(conc), "--", *SERVER],
-                    "mcpx": [PY, WORKERS, "http", str(n), str(conc), "mcpx", d["socket"]],
-                    "fastmcp": [PY, WORKERS, "http", str(n), str(conc), "mcp", proxy],
+                    "a": [str(SDK_PY), WORKERS, "sdk", *nc, "--", *SERVER],
+                    "a'": [PY, WORKERS, "stdio", *nc, LEGACY, "echo", "--", *SERVER],
+                    "b": [PY, WORKERS, "http", *nc, "mcpx", d["socket"]],
+                    "c": [PY, WORKERS, "http", *nc, "mcp", fastmcp_unix],
+                    "d": [PY, WORKERS, "stdio", *nc, LEGACY, "mcpx:echo", "--", *SERVE],
+                    "d'": [PY, WORKERS, "stdio", *nc, MODERN, "mcpx:echo", "--", *SERVE],
+                    "e": [PY, WORKERS, "http", *nc, "mcpx-mcp", d["url"]],
+                    "f": [PY, WORKERS, "stdio", *nc, LEGACY, "echo", "--", *FASTMCP_STDIO],
+                    "g": [PY, WORKERS, "http", *nc, "mcp", fastmcp_tcp],
+                    "h": [PY, WORKERS, "http", *nc, "legacy", mcp_proxy_url],
                 }
-                for name, argv in runs.items():
-                    results.setdefault(f"{name}/{conc}", []).append(_run_json(argv)["rps"])
-        first = []
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("MCPX_")},
-            "MCPX_STATE_DIR": str(d["state"]),
-            "MCPX_CONFIG": str(d["config"]),
-        }
-        for _ in range(5):
-            started = time.perf_counter()
-            subprocess.run(
-                [PY, "-m", "mcpx", "call", "echo", "echo", "text=x"],
-                env=env,
-                capture_output=True,
-                check=True,
-                timeout=60,
-            )
-            first.append(time.perf_counter() - started)
-        results["cli-first-call"] = first
+                order = list(runs)
+                shift = rep % len(order)
+                for key in order[shift:] + order[:shift]:
+                    rps = run_json(runs[key], env=d["env"])["rps"]
+                    results.setdefault(f"{key}/{conc}", []).append(rps)
+        results["cli-first-call"] = _first_calls(d["env"])
     return results
+
+
+def _first_calls(env: dict[str, str], times: int = 5) -> list[float]:
+    """Seconds of ``mcpx call`` from a fresh process, the pool warm."""
+    first = []
+    for _ in range(times):
+        started = time.perf_counter()
+        subprocess.run(
+            [PY, "-m", "mcpx", "call", "echo", "echo", "text=x"],
+            env=env,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+        first.append(time.perf_counter() - started)
+    return first
 
 
 def rss_with_ten(work: Path) -> tuple[int, int]:
     servers = {f"echo{i}": {"command": SERVER[0], "args": SERVER[1:]} for i in range(10)}
     with mcpx_daemon(servers, work / "ten") as d:
-        idle = _rss_kib(d["pid"])
+        idle = rss_kib(d["pid"])
         for name in servers:
-            _run_json_call(d["socket"], name)
-        return idle, _rss_kib(d["pid"])
+            _json_call(d["socket"], name)
+        return idle, rss_kib(d["pid"])
 
 
-def _run_json_call(sock: str, server: str) -> None:
+def _json_call(sock: str, server: str) -> None:
     import httpx
 
     with httpx.Client(transport=httpx.HTTPTransport(uds=sock), base_url="http://b") as client:
@@ -179,36 +154,27 @@ def _run_json_call(sock: str, server: str) -> None:
 
 def http_requests_per_call(work: Path, calls: int = 20) -> float:
     """POSTs mcpx sent a Streamable HTTP upstream per /v1/call, from its own counter."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    argv = [
-        str(SDK_PY),
-        str(ROOT / "tests" / "fixtures" / "sdk_server.py"),
-        "--transport",
-        "streamable-http",
-        "--port",
-        str(port),
-    ]
+    port = free_port()
+    argv = [str(SDK_PY), str(ROOT / "tests" / "fixtures" / "sdk_server.py")]
+    argv += ["--transport", "streamable-http", "--port", str(port)]
     upstream = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=clean_env(),
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+        wait_port(port, upstream)
         url = f"http://127.0.0.1:{port}/mcp"
         with mcpx_daemon({"remote": {"url": url}}, work / "http") as d:
-            _run_json_call(d["socket"], "remote")  # start + catalogue
+            _json_call(d["socket"], "remote")  # start + catalogue
             before = _http_requests(d["socket"])
             for _ in range(calls):
-                _run_json_call(d["socket"], "remote")
+                _json_call(d["socket"], "remote")
             return (_http_requests(d["socket"]) - before) / calls
     finally:
-        _stop(upstream)
+        stop(upstream)
 
 
 def _http_requests(sock: str) -> int:
@@ -219,29 +185,45 @@ def _http_requests(sock: str) -> int:
     return int(servers[0]["instances"][0]["httpRequests"])
 
 
+def report(med: dict[str, float], n: int, reps: int) -> None:
+    print(f"N={n} calls, median of {reps} interleaved repetitions (calls/s)")
+    print(f"{'path':<36}{'sequential':>12}{'8-concurrent':>14}")
+    for key, label in PATHS:
+        print(f"{label:<36}{med[key + '/1']:>12.0f}{med[key + '/8']:>14.0f}")
+    print()
+    print(f"{'ratio':<36}{'sequential':>12}{'8-concurrent':>14}  target")
+    for top, bottom, target in RATIOS:
+        cells = ""
+        verdict = []
+        for conc in (1, 8):
+            ratio = med[f"{top}/{conc}"] / med[f"{bottom}/{conc}"]
+            cells += f"{ratio:>{12 if conc == 1 else 14}.2f}"
+            if target is not None:
+                verdict.append("met" if ratio >= target else "MISSED")
+        want = f"  >= {target:g} ({' / '.join(verdict)})" if target is not None else ""
+        print(f"{f'({top})/({bottom})':<36}{cells}{want}")
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    for needed in (SDK_PY, FASTMCP_PY):
+    for needed in (SDK_PY, FASTMCP_PY, MCP_PROXY):
         if not needed.exists():
             raise SystemExit(f"{needed} is missing: run bash bench/setup.sh")
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="mcpx-bench-") as tmp:
         work = Path(tmp)
         results = throughput(args.n, args.reps, work)
         idle, ten = rss_with_ten(work)
         per_call = http_requests_per_call(work)
     med = {k: statistics.median(v) for k, v in results.items()}
-    print(f"N={args.n} calls, median of {args.reps} interleaved repetitions (calls/s)")
-    print(f"{'path':<10}{'sequential':>12}{'8-concurrent':>14}")
-    for name in ("direct", "mcpx", "fastmcp"):
-        print(f"{name:<10}{med[name + '/1']:>12.0f}{med[name + '/8']:>14.0f}")
-    for conc in (1, 8):
-        print(
-            f"mcpx/fastmcp ({conc}): {med[f'mcpx/{conc}'] / med[f'fastmcp/{conc}']:.2f}x   "
-            f"mcpx/direct ({conc}): {med[f'mcpx/{conc}'] / med[f'direct/{conc}']:.2f}x"
-        )
+    report(med, args.n, args.reps)
+    # The figures are only as quiet as the machine: other work shows in the load average.
+    print(f"\n{os.cpu_count()} CPUs; load average (1 min) {load_before[0]:.2f} before, ", end="")
+    print(f"{os.getloadavg()[0]:.2f} after")
+    print()
     print(f"warm first call from a fresh CLI process: {med['cli-first-call']:.3f} s (median of 5)")
     print(f"daemon RSS: {idle / 1024:.1f} MiB idle, {ten / 1024:.1f} MiB with 10 upstreams started")
     print(f"upstream HTTP requests per call (Streamable HTTP upstream): {per_call:.2f}")

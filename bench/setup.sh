@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# What the benchmarks need beyond the test peers: fastmcp 4.1.x in its own virtualenv.
+# What the benchmarks need beyond the test peers, each in its own virtualenv under
+# .tooling/bench: fastmcp 4.1.x, and mcp-proxy 0.13 (which needs the SDK 1.x: mcp<2).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/peers.sh"
-VENV="$ROOT/.tooling/bench/fastmcp"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import fastmcp" 2>/dev/null; then
-  "${PYTHON:-python3}" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "fastmcp>=4.1,<4.2" 2>&1 | grep -v "WARNING: Location" || true
-  "$VENV/bin/python" -c "import fastmcp; print('fastmcp', fastmcp.__version__)"
-fi
+
+# venv NAME MODULE PIP-SPEC...: .tooling/bench/NAME with SPECs, unless MODULE imports there.
+venv() {
+  local dir="$ROOT/.tooling/bench/$1" module="$2"
+  shift 2
+  if [ ! -x "$dir/bin/python" ] || ! "$dir/bin/python" -c "import $module" 2>/dev/null; then
+    "${PYTHON:-python3}" -m venv "$dir"
+    "$dir/bin/pip" install -q --disable-pip-version-check "$@" 2>&1 | grep -v "WARNING: Location" || true
+    "$dir/bin/python" -c "import importlib.metadata as m; print('$module', m.version('$1'))"
+  fi
+}
+venv fastmcp fastmcp "fastmcp>=4.1,<4.2"
+venv mcp-proxy mcp_proxy "mcp-proxy>=0.13,<0.14" "mcp<2"

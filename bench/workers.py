@@ -1,124 +1,252 @@
 """Benchmark workers: each runs in the Python that has its client, prints one JSON line.
 
-    python workers.py sdk  N CONCURRENCY -- SERVER ARGV...   (the official SDK client, direct)
-    python workers.py http N CONCURRENCY KIND SOCKET          (KIND: mcpx | mcp over a unix socket)
-    python workers.py fastmcp-proxy SOCKET -- SERVER ARGV...  (serve fastmcp's proxy on SOCKET)
+    python workers.py sdk   N CONC -- SERVER ARGV...        the official SDK client, direct
+    python workers.py stdio N CONC REV TARGET -- ARGV...    a raw JSON-lines host over stdio
+    python workers.py http  N CONC KIND TARGET              an HTTP host (keep-alive)
+    python workers.py fastmcp-proxy WHERE -- SERVER ARGV... fastmcp's proxy over HTTP
+    python workers.py fastmcp-stdio -- SERVER ARGV...       fastmcp's proxy over stdio
 
-The ``sdk`` worker needs ``mcp`` (2.x); ``http`` needs ``httpx``; ``fastmcp-proxy``
-needs ``fastmcp``. Only standard-library imports at module level, so each runs in
-its own virtualenv.
+``stdio`` spawns ARGV (in its own session, ended by its pid) and calls ``echo`` on it, or
+``mcpx_call`` of ``echo`` on server ECHO when TARGET is ``mcpx:ECHO``; REV 2025-11-25 and
+older: one ``initialize`` first; 2026-07-28: no handshake, ``_meta`` on every request.
+
+``http`` KIND: ``mcpx`` (``POST /v1/call``), ``mcp`` (stateless 2026-07-28 ``tools/call``
+of ``echo`` on ``/mcp``), ``mcpx-mcp`` (the same, of ``mcpx_call``), ``legacy`` (a
+2025-11-25 session on ``/mcp``: initialize, then calls with its ``Mcp-Session-Id``).
+TARGET: a unix socket path, or an ``http://127.0.0.1:PORT`` url.
+
+``fastmcp-proxy`` WHERE: a unix socket path, or a port number on 127.0.0.1.
+
+``sdk`` needs ``mcp`` (2.x); ``stdio`` needs ``anyio``; ``http`` needs ``httpx``; the
+``fastmcp-*`` ones need ``fastmcp``. Only standard-library imports at module level, so
+each runs in its own virtualenv.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from typing import Any
 
 MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+ACCEPT = "application/json, text/event-stream"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
 
 
 def _report(n: int, concurrency: int, elapsed: float) -> None:
     print(json.dumps({"n": n, "concurrency": concurrency, "seconds": elapsed, "rps": n / elapsed}))
 
 
-async def _sdk(n: int, concurrency: int, argv: list[str]) -> None:
+async def _timed(n: int, concurrency: int, one: Callable[[int], Awaitable[None]]) -> None:
+    """``one(i)`` for i in 1..n, in ``concurrency`` sequential lanes; reports calls/s."""
     import anyio
+
+    await one(0)  # warm
+    started = time.perf_counter()
+
+    async def lane(start: int, count: int) -> None:
+        for i in range(start, start + count):
+            await one(i)
+
+    async with anyio.create_task_group() as tg:
+        per = n // concurrency
+        for k in range(concurrency):
+            tg.start_soon(lane, 1 + k * per, per + (n % concurrency if k == 0 else 0))
+    _report(n, concurrency, time.perf_counter() - started)
+
+
+async def _sdk(n: int, concurrency: int, argv: list[str]) -> None:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(command=argv[0], args=argv[1:])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        await session.call_tool("echo", {"text": "warm"})
-        started = time.perf_counter()
-
-        async def lane(count: int) -> None:
-            for i in range(count):
-                await session.call_tool("echo", {"text": f"m{i}"})
-
-        async with anyio.create_task_group() as tg:
-            for k in range(concurrency):
-                tg.start_soon(lane, n // concurrency + (1 if k < n % concurrency else 0))
-        _report(n, concurrency, time.perf_counter() - started)
-
-
-def _mcp_body(i: int) -> dict[str, Any]:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-    }
-    params = {"name": "echo", "arguments": {"text": f"m{i}"}, "_meta": meta}
-    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
-
-
-async def _http(n: int, concurrency: int, kind: str, socket: str) -> None:
-    import anyio
-    import httpx
-
-    transport = httpx.AsyncHTTPTransport(uds=socket)
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://bench", timeout=60
-    ) as client:
 
         async def one(i: int) -> None:
-            if kind == "mcpx":
-                body: dict[str, Any] = {
-                    "server": "echo",
-                    "tool": "echo",
-                    "arguments": {"text": f"m{i}"},
-                }
-                response = await client.post("/v1/call", json=body)
+            await session.call_tool("echo", {"text": f"m{i}"})
+
+        await _timed(n, concurrency, one)
+
+
+def _call_params(target: str, i: int) -> dict[str, Any]:
+    if target.startswith("mcpx:"):
+        args = {"server": target[5:], "tool": "echo", "arguments": {"text": f"m{i}"}}
+        return {"name": "mcpx_call", "arguments": args}
+    return {"name": "echo", "arguments": {"text": f"m{i}"}}
+
+
+def _check(frame: dict[str, Any], i: int, what: str) -> None:
+    result = frame.get("result")
+    if not isinstance(result, dict) or result.get("isError") or f"m{i}" not in str(result):
+        raise RuntimeError(f"{what}: call {i} answered {str(frame)[:300]}")
+
+
+async def _stdio(n: int, concurrency: int, rev: str, target: str, argv: list[str]) -> None:
+    """A raw JSON-lines MCP host: one writer lock, one reader task matching ids."""
+    import subprocess
+
+    import anyio
+    from anyio.streams.buffered import BufferedByteReceiveStream
+
+    try:
+        import orjson
+
+        dumps, loads = orjson.dumps, orjson.loads
+    except ImportError:  # the same host everywhere it runs with orjson; this is a fallback
+        dumps, loads = (lambda o: json.dumps(o).encode()), json.loads  # type: ignore[assignment]
+
+    proc = await anyio.open_process(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+    waiting: dict[int, anyio.Event] = {}
+    answers: dict[int, dict[str, Any]] = {}
+    lock = anyio.Lock()
+
+    async def send(frame: dict[str, Any]) -> None:
+        async with lock:
+            await stdin.send(dumps(frame) + b"\n")
+
+    async def reader() -> None:
+        lines = BufferedByteReceiveStream(stdout)
+        while True:
+            try:
+                frame = loads(await lines.receive_until(b"\n", 1 << 26))
+            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.ClosedResourceError):
+                return
+            event = waiting.pop(frame.get("id"), None)  # requests to the host: none asked
+            if event is not None:
+                answers[frame["id"]] = frame
+                event.set()
+
+    async def request(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        event = waiting[rid] = anyio.Event()
+        await send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        with anyio.fail_after(60):
+            await event.wait()
+        return answers.pop(rid)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            if rev == MODERN:
+                meta: dict[str, Any] = {"_meta": META}
             else:
-                headers = {
-                    "MCP-Protocol-Version": MODERN,
-                    "Mcp-Method": "tools/call",
-                    "Mcp-Name": "echo",
-                    "Accept": "application/json, text/event-stream",
-                }
-                response = await client.post("/mcp", json=_mcp_body(i), headers=headers)
+                meta = {}
+                info = {"name": "bench", "version": "1"}
+                init = {"protocolVersion": rev, "capabilities": {}, "clientInfo": info}
+                await request(-1, "initialize", init)
+                await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+            async def one(i: int) -> None:
+                frame = await request(i, "tools/call", {**_call_params(target, i), **meta})
+                _check(frame, i, f"stdio {target}")
+
+            await _timed(n, concurrency, one)
+            await stdin.aclose()  # EOF: a stdio server ends
+            with anyio.move_on_after(20):
+                await proc.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        if proc.returncode is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            with anyio.move_on_after(10, shield=True):
+                await proc.wait()
+        with suppress(ProcessLookupError, PermissionError):  # what it left in its group
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _http_body(kind: str, i: int) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """Path, body and headers of call ``i`` for ``kind`` (``legacy`` adds its session)."""
+    if kind == "mcpx":
+        return "/v1/call", {"server": "echo", "tool": "echo", "arguments": {"text": f"m{i}"}}, {}
+    params = _call_params("mcpx:echo" if kind == "mcpx-mcp" else "echo", i)
+    headers = {"Accept": ACCEPT}
+    if kind != "legacy":
+        params["_meta"] = META
+        headers |= {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call"}
+        headers["Mcp-Name"] = params["name"]
+    body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
+    return "/mcp", body, headers
+
+
+async def _legacy_session(client: Any) -> dict[str, str]:
+    info = {"name": "bench", "version": "1"}
+    init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": info}
+    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}
+    response = await client.post("/mcp", json=body, headers={"Accept": ACCEPT})
+    response.raise_for_status()
+    headers = {"Mcp-Session-Id": response.headers["mcp-session-id"]}
+    headers["MCP-Protocol-Version"] = response.json()["result"]["protocolVersion"]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    response = await client.post("/mcp", json=note, headers={**headers, "Accept": ACCEPT})
+    response.raise_for_status()
+    return headers
+
+
+async def _http(n: int, concurrency: int, kind: str, target: str) -> None:
+    import httpx
+
+    if target.startswith("http://"):
+        transport, base = httpx.AsyncHTTPTransport(), target
+    else:
+        transport, base = httpx.AsyncHTTPTransport(uds=target), "http://bench"
+    async with httpx.AsyncClient(transport=transport, base_url=base, timeout=60) as client:
+        session = await _legacy_session(client) if kind == "legacy" else {}
+
+        async def one(i: int) -> None:
+            path, body, headers = _http_body(kind, i)
+            response = await client.post(path, json=body, headers={**headers, **session})
             if response.status_code != 200 or f"m{i}" not in response.text:
                 raise RuntimeError(f"{kind}: HTTP {response.status_code}: {response.text[:300]}")
 
-        await one(0)  # warm
-        started = time.perf_counter()
-
-        async def lane(start: int, count: int) -> None:
-            for i in range(start, start + count):
-                await one(i)
-
-        async with anyio.create_task_group() as tg:
-            per = n // concurrency
-            for k in range(concurrency):
-                tg.start_soon(lane, k * per, per + (n % concurrency if k == 0 else 0))
-        _report(n, concurrency, time.perf_counter() - started)
+        await _timed(n, concurrency, one)
 
 
-def _fastmcp_proxy(socket: str, argv: list[str]) -> None:
-    import uvicorn
+def _fastmcp(argv: list[str]) -> Any:
     from fastmcp.server import create_proxy
 
     config = {"mcpServers": {"echo": {"command": argv[0], "args": argv[1:]}}}
-    proxy = create_proxy(config, name="bench-proxy")
-    app = proxy.http_app(path="/mcp", stateless_http=True, json_response=True)
-    uvicorn.run(app, uds=socket, log_level="warning")
+    return create_proxy(config, name="bench-proxy")
+
+
+def _fastmcp_proxy(where: str, argv: list[str]) -> None:
+    import uvicorn
+
+    app = _fastmcp(argv).http_app(path="/mcp", stateless_http=True, json_response=True)
+    if where.isdigit():
+        uvicorn.run(app, host="127.0.0.1", port=int(where), log_level="warning")
+    else:
+        uvicorn.run(app, uds=where, log_level="warning")
 
 
 def main() -> None:
     import anyio
 
-    what = sys.argv[1]
-    rest = sys.argv[2:]
+    what, rest = sys.argv[1], sys.argv[2:]
+    argv = rest[rest.index("--") + 1 :] if "--" in rest else []
     if what == "sdk":
-        cut = rest.index("--")
-        anyio.run(_sdk, int(rest[0]), int(rest[1]), rest[cut + 1 :])
+        anyio.run(_sdk, int(rest[0]), int(rest[1]), argv)
+    elif what == "stdio":
+        anyio.run(_stdio, int(rest[0]), int(rest[1]), rest[2], rest[3], argv)
     elif what == "http":
         anyio.run(_http, int(rest[0]), int(rest[1]), rest[2], rest[3])
     elif what == "fastmcp-proxy":
-        cut = rest.index("--")
-        _fastmcp_proxy(rest[0], rest[cut + 1 :])
+        _fastmcp_proxy(rest[0], argv)
+    elif what == "fastmcp-stdio":
+        _fastmcp(argv).run(transport="stdio", show_banner=False, log_level="WARNING")
     else:
         raise SystemExit(f"unknown worker {what!r}")
 

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import select
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mcpx.daemon import DaemonPaths
 from support.daemon import Daemon, running_daemon
 from support.peers import peer_python
 from support.schemas import FrameLog
@@ -32,21 +37,46 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
 
 
-def _serve(daemon: Daemon, lines: list[dict[str, Any] | str]) -> dict[Any, dict[str, Any]]:
-    """Run ``mcpx serve`` with ``lines`` on stdin (then EOF); its answers by id."""
-    data = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines)
-    done = subprocess.run(
-        [sys.executable, "-m", "mcpx", "serve"],
-        input=data.encode(),
-        cwd=daemon.home,
-        env=daemon.env(),
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    frames = [json.loads(line) for line in done.stdout.decode().splitlines()]
+def _serve(
+    daemon: Daemon, lines: list[dict[str, Any] | str], mode: str = "hand-off"
+) -> dict[Any, dict[str, Any]]:
+    """Run ``mcpx serve`` with ``lines`` on stdin (then EOF); its answers by id.
+
+    ``hand-off``: stdin and stdout are pipes, as a host makes them, and the daemon
+    serves them itself. ``relay``: stdin is a regular file, which the shim does not hand
+    off: it relays. The daemon's log says which it was.
+    """
+    data = "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines).encode()
+    stdin_file = daemon.home / f"stdin-{os.getpid()}-{threading.get_ident()}.jsonl"
+    stdin_file.write_bytes(data)
+    with stdin_file.open("rb") as source:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpx", "serve"],
+            stdin=subprocess.PIPE if mode == "hand-off" else source,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=daemon.home,
+            env=daemon.env(),
+        )
+        try:
+            out, err = proc.communicate(data if mode == "hand-off" else None, timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 0, err.decode()[-3000:]
+    assert _mode(daemon, proc.pid) == mode
+    frames = [json.loads(line) for line in out.decode().splitlines()]
     return {f.get("id"): f for f in frames}
+
+
+def _mode(daemon: Daemon, pid: int) -> str | None:
+    """How the daemon served the ``mcpx serve`` of ``pid``, from its log."""
+    for line in daemon.log_lines():
+        msg = line.get("msg", "")
+        if msg.startswith("stdio host connected (") and msg.endswith(f": stdio:{pid}"):
+            return str(msg.split("(", 1)[1].split(")", 1)[0])
+    return None
 
 
 def _request(id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -60,7 +90,8 @@ def _text(result: dict[str, Any]) -> str:
     return "".join(c["text"] for c in result["content"] if c["type"] == "text")
 
 
-def test_raw_legacy_session(daemon: Daemon, sent_frames: FrameLog) -> None:
+@pytest.mark.parametrize("mode", ["hand-off", "relay"])
+def test_raw_legacy_session(daemon: Daemon, sent_frames: FrameLog, mode: str) -> None:
     rev = "2025-06-18"
     init = {"protocolVersion": rev, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     answers = _serve(
@@ -72,6 +103,7 @@ def test_raw_legacy_session(daemon: Daemon, sent_frames: FrameLog) -> None:
             _request(3, "tools/call", {"name": "mcpx_call", "arguments": ECHO}),
             "not json",
         ],
+        mode,
     )
     assert answers[1]["result"]["protocolVersion"] == rev
     for id_, method in ((1, "initialize"), (2, "tools/list"), (3, "tools/call")):
@@ -82,13 +114,15 @@ def test_raw_legacy_session(daemon: Daemon, sent_frames: FrameLog) -> None:
     assert answers[None]["error"]["code"] == -32700
 
 
-def test_raw_modern_requests(daemon: Daemon, sent_frames: FrameLog) -> None:
+@pytest.mark.parametrize("mode", ["hand-off", "relay"])
+def test_raw_modern_requests(daemon: Daemon, sent_frames: FrameLog, mode: str) -> None:
     answers = _serve(
         daemon,
         [
             _request(1, "server/discover", {"_meta": META}),
             _request(2, "tools/call", {"name": "mcpx_call", "arguments": ECHO, "_meta": META}),
         ],
+        mode,
     )
     sent_frames.sent(answers[1], MODERN, sender="server", answering="server/discover")
     sent_frames.sent(answers[2], MODERN, sender="server", answering="tools/call")
@@ -183,3 +217,178 @@ def test_a_cancelled_request_gets_no_answer(daemon: Daemon, sent_frames: FrameLo
     assert _text(answers[3]["result"]) == "hi"
     sent_frames.sent(answers[1], "2025-06-18", answering="initialize")
     sent_frames.sent(answers[3], "2025-06-18", answering="tools/call")
+
+
+# --- the hand-off of the host's pipes, and the relay as its fallback ---------------------
+
+_INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+
+
+def test_handoff_message_agrees() -> None:
+    # The shim keeps its own copy (importing the daemon side would slow every start).
+    from mcpx.cli._serve import HANDOFF as shim
+    from mcpx.daemon._stdio_channel import HANDOFF as daemon_side
+
+    assert shim == daemon_side
+
+
+def _read_all(fd: int, limit: float = 60) -> bytes:
+    """Everything from ``fd`` until EOF, within ``limit`` seconds."""
+    data = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], limit)
+        assert ready, f"no EOF within {limit} s; so far {data!r}"
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_daemon_serves_handed_off_pipes(daemon: Daemon) -> None:
+    """The channel's side of a hand-off, raw: two pipes sent with HANDOFF are answered
+    OK, read and written by the daemon itself; their EOF ends the session and the
+    connection."""
+    from mcpx.daemon._stdio_channel import HANDOFF
+
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(DaemonPaths(daemon.state).stdio_socket))
+        socket.send_fds(sock, [HANDOFF], [in_r, out_w])
+        os.close(in_r)  # the daemon has its own copies now
+        os.close(out_w)
+        assert sock.recv(64) == b"OK\n"
+        lines = [_request(1, "initialize", _INIT), _request(2, "ping")]
+        os.write(in_w, "".join(json.dumps(x) + "\n" for x in lines).encode())
+        os.close(in_w)
+        answers = [json.loads(x) for x in _read_all(out_r).decode().splitlines()]
+        assert sock.recv(64) == b""  # then the daemon closed the connection
+    os.close(out_r)
+    assert {a["id"] for a in answers} == {1, 2}
+    assert answers[0]["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_daemon_refuses_what_it_cannot_serve(daemon: Daemon, tmp_path: Path) -> None:
+    # Regular files cannot be waited on: refused, the descriptors closed, the connection too.
+    from mcpx.daemon._stdio_channel import HANDOFF
+
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    with plain.open("rb") as f, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(DaemonPaths(daemon.state).stdio_socket))
+        socket.send_fds(sock, [HANDOFF], [f.fileno(), f.fileno()])
+        reply = b""
+        while chunk := sock.recv(256):
+            reply += chunk
+    assert reply.startswith(b"NO ") and reply.endswith(b"\n"), reply
+
+
+def test_killed_shim_ends_a_handed_off_session(daemon: Daemon) -> None:
+    """The host's pipes are the daemon's to close: when ``mcpx serve`` dies (its
+    connection closes) the daemon ends the session as at EOF, so the host sees stdout
+    close even though it keeps stdin open."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpx", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=daemon.home,
+        env=daemon.env(),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write((json.dumps(_request(1, "initialize", _INIT)) + "\n").encode())
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        assert _mode(daemon, proc.pid) == "hand-off"
+        proc.kill()
+        proc.wait(timeout=30)
+        assert _read_all(proc.stdout.fileno()) == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+
+
+_SHIM = """
+import socket, sys
+from pathlib import Path
+if sys.argv[2] == "no-send-fds":
+    del socket.send_fds
+from mcpx.cli._serve import serve_stdio
+serve_stdio(Path(sys.argv[1]))
+"""
+
+
+def _fake_channel(path: Path, first: str, seen: dict[str, Any]) -> None:
+    """A stand-in for the daemon's channel: the first connection is refused as ``first``
+    says (unless it is the relay already), the relay connection answers one line."""
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(path))
+        server.listen(2)
+        server.settimeout(60)
+        for _ in range(2):
+            conn, _ = server.accept()
+            with conn:
+                conn.settimeout(60)
+                msg, fds, _, _ = socket.recv_fds(conn, 65536, 2)
+                for fd in fds:
+                    os.close(fd)
+                if fds:  # a hand-off: refused the way ``first`` says
+                    seen["handoff"] = (msg, len(fds))
+                    conn.sendall(first.encode())
+                    continue
+                data = msg
+                while chunk := conn.recv(65536):
+                    data += chunk
+                seen["relayed"] = data
+                conn.sendall(answer)
+                return
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "refused",  # the daemon says NO
+        "older-daemon",  # a daemon without hand-offs answers the line as JSON: a parse error
+        "no-send-fds",  # the platform cannot pass descriptors: straight to the relay
+    ],
+)
+def test_shim_falls_back_to_the_relay(tmp_path: Path, case: str) -> None:
+    from mcpx.cli._serve import HANDOFF
+
+    first = {
+        "refused": "NO not today\n",
+        "older-daemon": '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}\n',
+        "no-send-fds": "",
+    }[case]
+    path = tmp_path / "stdio.sock"
+    seen: dict[str, Any] = {}
+    fake = threading.Thread(target=_fake_channel, args=(path, first, seen), daemon=True)
+    fake.start()
+    while not path.exists() and fake.is_alive():
+        threading.Event().wait(0.01)
+    data = json.dumps(_request(1, "ping")).encode() + b"\n"
+    done = subprocess.run(
+        [sys.executable, "-c", _SHIM, str(path), case],
+        input=data,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    fake.join(timeout=60)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    if case == "no-send-fds":
+        assert "handoff" not in seen
+    else:
+        assert seen["handoff"] == (HANDOFF, 2)
+    # The relay carried every byte of stdin: nothing was read before the fallback.
+    assert seen["relayed"] == data
+    assert json.loads(done.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {}}

@@ -258,8 +258,13 @@ class Session:
         log_level: str | None = None,
         asked_by: str | int | None = None,
         host_capabilities: dict[str, Any] | None = None,
+        relay_input: bool = False,
     ) -> dict[str, Any]:
         """Send any method in the negotiated era; returns the final result.
+
+        ``relay_input``: a modern upstream's ``input_required`` result is returned as
+        it is (pass-through to a 2026-07-28 host, who answers and retries itself)
+        instead of being answered here.
 
         ``host_capabilities`` (a 2026-07-28 host's, for its call) narrow what mcpx
         declares to a modern upstream in this request's ``_meta``.
@@ -274,7 +279,7 @@ class Session:
         body = dict(params or {})
         for _round in range(self.ask_rounds + 1):
             result = await self._send_modern(method, body, timeout, log_level, host_capabilities)
-            if result.get("resultType", "complete") != "input_required":
+            if result.get("resultType", "complete") != "input_required" or relay_input:
                 return result
             if method not in ASKING_METHODS:
                 raise UpstreamError(f"{self.name} answered {method} with input_required")

@@ -90,7 +90,9 @@ def _unix_socket(path: Path) -> socket.socket:
 
 def _tcp_socket(address: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not 0: asyncio turns TCP_NODELAY on only then, and without it
+    # every small response waits ~40 ms for Nagle's algorithm.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((address, port))
     sock.listen(128)

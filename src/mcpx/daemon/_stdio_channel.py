@@ -107,6 +107,9 @@ async def _accept(stream: SocketStream, ctx: OpContext) -> None:
                 first, fds = await stream.receive(_CHUNK), []
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             return
+        except RuntimeError as exc:  # ancillary data other than descriptors
+            log.warning("stdio connection refused (%s): %s", exc, identity)
+            return
         if first == HANDOFF and fds:
             await _handed_off(stream, fds, identity, ctx)
             return
@@ -132,8 +135,8 @@ async def _handed_off(stream: SocketStream, fds: list[int], identity: str, ctx: 
             send.start()
         except OSError as exc:
             log.warning("stdio hand-off refused (%s): %s", exc, identity)
-            await receive.aclose()  # flags put back before the shim relays on them
-            await send.aclose()
+            receive.close()  # flags put back before the shim relays on them
+            send.close()
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await stream.send(b"NO " + str(exc).encode() + b"\n")
             return
@@ -146,9 +149,9 @@ async def _handed_off(stream: SocketStream, fds: list[int], identity: str, ctx: 
                 tg.cancel_scope.cancel()
     finally:
         # Before the connection closes: the shim's exit then means the host's pipes are
-        # no longer written by anyone.
-        await receive.aclose()
-        await send.aclose()
+        # no longer written by anyone. No checkpoint: this runs when cancelled, too.
+        receive.close()
+        send.close()
 
 
 def _refusal(fds: list[int]) -> str | None:
@@ -191,7 +194,8 @@ def _peer(stream: SocketStream) -> str:
 
 
 class _Channel:
-    """One accepted connection: read lines, dispatch them, write the answers back."""
+    """One stdio host (its own pipes, or the connection relaying them): read lines,
+    dispatch them, write the answers back."""
 
     def __init__(
         self,
@@ -376,7 +380,7 @@ class _Fd:
         self._flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
         fcntl.fcntl(self.fd, fcntl.F_SETFL, self._flags | os.O_NONBLOCK)
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
         if self.closed:
             return
         self.closed = True
@@ -386,6 +390,9 @@ class _Fd:
             with suppress(OSError):
                 fcntl.fcntl(self.fd, fcntl.F_SETFL, self._flags)
         os.close(self.fd)
+
+    async def aclose(self) -> None:
+        self.close()
         await anyio.lowlevel.checkpoint()
 
 

@@ -171,10 +171,13 @@ async def request_for_caller(
     method: str,
     params: dict[str, Any],
     timeout: float | None = None,
+    *,
+    relay_input: bool = False,
 ) -> dict[str, Any]:
     """One upstream request on the caller's behalf: in its scope, narrowed to its
     capabilities, with its trace context; the upstream's progress and log messages go
-    back to it while the request runs (all absent for /v1 callers)."""
+    back to it while the request runs (all absent for /v1 callers). ``relay_input``
+    hands a modern upstream's ``input_required`` back as it is."""
     caller = ctx.caller_meta or {}
     meta: dict[str, Any] = {k: caller[k] for k in TRACE_KEYS if k in caller}
     meta |= params.get("_meta") or {}
@@ -194,6 +197,7 @@ async def request_for_caller(
             timeout=timeout,
             host_capabilities=ctx.host_capabilities,
             log_level=level,
+            relay_input=relay_input,
         )
         outcome["isError"] = bool(result.get("isError"))
         return result

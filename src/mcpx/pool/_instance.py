@@ -143,6 +143,7 @@ class Instance:
         timeout: float,
         host_capabilities: dict[str, Any] | None = None,
         log_level: str | None = None,
+        relay_input: bool = False,
     ) -> dict[str, Any]:
         """One upstream call on this instance.
 
@@ -163,6 +164,7 @@ class Instance:
                 timeout=timeout,
                 host_capabilities=host_capabilities,
                 log_level=log_level,
+                relay_input=relay_input,
             )
         finally:
             self.in_flight -= 1

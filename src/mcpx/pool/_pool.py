@@ -151,6 +151,7 @@ class Pool:
         timeout: float | None = None,
         host_capabilities: dict[str, Any] | None = None,
         log_level: str | None = None,
+        relay_input: bool = False,
     ) -> dict[str, Any]:
         """One upstream call, bounded by the call budget (``timeout`` can only lower it).
 
@@ -163,7 +164,9 @@ class Pool:
         inst = await self.instance(name, identity)
         try:
             budget = call_budget(self.settings, timeout)
-            return await inst.request(method, params, budget, host_capabilities, log_level)
+            return await inst.request(
+                method, params, budget, host_capabilities, log_level, relay_input
+            )
         finally:
             if not inst.usable:
                 self._instances.pop((name, inst.scope_key), None)

@@ -39,6 +39,8 @@ KINDS: Final = {
     "resourceTemplates": ("templates", "uriTemplate"),
 }
 _UNIQUE: Final = frozenset({"tools", "prompts"})
+# The only requests that may come back input_required (SEP-2322).
+_ASKING: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 _MCPX_META: Final = ("io.modelcontextprotocol/", "dev.mcpx/")
 _EXPRESSION: Final = re.compile(r"\{[^{}]*\}")
 
@@ -130,7 +132,11 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
     from mcpx.pool import PoolFull, UnknownServer
 
     try:
-        return await request_for_caller(ctx, server, method, _upstream_params(params))
+        # A 2026-07-28 host answers a modern upstream's questions itself, under the
+        # upstream's own keys and requestState: its retry is forwarded as it comes.
+        relay_input = ctx.host_capabilities is not None and method in _ASKING
+        sent = _upstream_params(params)
+        return await request_for_caller(ctx, server, method, sent, relay_input=relay_input)
     except McpError:
         raise
     except (UpstreamError, PoolFull, UnknownServer) as exc:
