@@ -59,7 +59,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpx import wire
 from mcpx.ops import OpContext
-from mcpx.server import Conn, dispatch
+from mcpx.server import Conn, dispatch, release_all
 from mcpx.wire import Kind, McpError
 
 __all__ = ["HANDOFF", "MAX_LINE", "serve_stdio_channel"]
@@ -216,17 +216,61 @@ class _Channel:
         self._reading = anyio.CancelScope()
         # Requests being answered, by id: notifications/cancelled cancels one.
         self._running: dict[wire.RequestId, anyio.CancelScope] = {}
+        # Questions put to the host, by (negative) id, waiting for its answer.
+        self._asks: dict[int, tuple[anyio.Event, list[wire.Frame]]] = {}
+        self._last_ask = 0
         self.conn = Conn(transport="stdio", push=self._push, identity=self.identity)
 
     async def run(self) -> None:
         log.info("stdio host connected (%s): %s", self.mode, self.identity)
         send, receive = anyio.create_memory_object_stream[bytes](math.inf)
         self._out = send
-        async with anyio.create_task_group() as outer:
-            outer.start_soon(self._writer, receive)
-            async with send:  # closed after the last answer: the writer then ends
-                await self._serve_lines()
+        audience = self.ctx.audience
+        if audience is not None:
+            audience.join(self.conn)  # list changes and resource updates reach it
+        try:
+            async with anyio.create_task_group() as outer:
+                outer.start_soon(self._writer, receive)
+                async with send:  # closed after the last answer: the writer then ends
+                    await self._serve_lines()
+        finally:
+            if audience is not None:
+                audience.leave(self.conn)
+            release_all(self.ctx, self.conn)  # its resource subscriptions end with it
         log.info("stdio host gone: %s", self.identity)
+
+    async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Put an upstream's question to the host on its pipe; its answer.
+
+        Raises:
+            McpError: the host answered with an error, or not in proto.askTimeout.
+        """
+        self._last_ask -= 1  # negative ids: never one the host uses for its own
+        rid = self._last_ask
+        done, reply = anyio.Event(), list[wire.Frame]()
+        self._asks[rid] = (done, reply)
+        request = wire.request(rid, method, params)
+        if self.ctx.trace is not None:
+            self.ctx.trace(self.conn.revision, request, None)
+        self._emit(request)
+        timeout = float(self.ctx.settings["proto.askTimeout"])
+        try:
+            with anyio.fail_after(timeout):
+                await done.wait()
+        except TimeoutError:
+            raise wire.InternalError(f"the host did not answer {method} in {timeout:g} s") from None
+        finally:
+            self._asks.pop(rid, None)
+        if "error" in reply[0]:
+            raise McpError.from_error(reply[0]["error"])
+        result: dict[str, Any] = reply[0].get("result") or {}
+        return result
+
+    def _answered(self, frame: wire.Frame) -> None:
+        waiting = self._asks.get(frame.get("id"))  # type: ignore[arg-type]
+        if waiting is not None:
+            waiting[1].append(frame)
+            waiting[0].set()
 
     def stop_reading(self) -> None:
         """Read no more lines; what is in flight drains as at EOF."""
@@ -287,11 +331,19 @@ class _Channel:
             requests.start_soon(self._request, frame, scope)
         elif kind in (Kind.REQUEST, Kind.NOTIFICATION):
             await self._request(frame)
-        # Results and errors answer server requests; none are sent unasked yet.
+        else:  # a result or an error: the host's answer to a question mcpx put to it
+            self._answered(frame)
 
     async def _answer(self, frame: wire.Frame) -> wire.Frame | None:
         try:
-            return await dispatch(frame, self.conn, self.ctx, settings=self.ctx.settings)
+            return await dispatch(
+                frame,
+                self.conn,
+                self.ctx,
+                settings=self.ctx.settings,
+                notify=self._push,
+                ask=self._ask,
+            )
         except Exception as exc:  # dispatch answers failures itself; this is a last guard
             log.exception("stdio request failed: %s", frame.get("method"))
             if "id" not in frame:

@@ -150,7 +150,8 @@ async def _answer(
         notify=_spelling(notify, rev, ctx, settings),
         log_level=view.log_level,
         caller_meta=dict(meta) if isinstance(meta, Mapping) else None,
-        asker=None if ask is None else host_asker(view, rev, ask),
+        # A 2026-07-28 host is never sent a request (its stdio transport forbids it).
+        asker=None if ask is None or rev in MODERN else host_asker(view, rev, ask),
     )
     try:
         call = _Call(method, params, view, per_request, settings, rev, frame["id"])
