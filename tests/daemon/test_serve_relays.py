@@ -3,6 +3,8 @@ question put to the host on its pipe, list changes pushed — with real processe
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -70,3 +72,39 @@ def test_an_upstream_question_is_put_to_the_host_on_its_pipe(daemon: Daemon) -> 
         reply = _call(peer, 3, "sdk", "ask", {"question": "name?"}, on_request=answer)
         assert reply["result"]["content"][0]["text"] == "Ada"
         assert len(peer.server_requests) == 1
+
+
+def test_serve_passthrough_is_this_hosts_own(daemon: Daemon, tmp_path: Any) -> None:
+    # One daemon, two hosts: only the one started with --passthrough sees the demo's
+    # tools as themselves.
+    argv = [sys.executable, "-m", "mcpx", "serve", "--passthrough", "demo"]
+    with stdio_peer(argv, env=daemon.env()) as through, _host(daemon) as plain:
+        through.initialize(REV)
+        plain.initialize(REV)
+        names = [t["name"] for t in through.request(1, "tools/list")["result"]["tools"]]
+        assert names[:5] == ["add", "echo", "now", "readme", "slow"]
+        assert names[5:] == ["mcpx_call", "mcpx_servers", "mcpx_search_tools"]
+        done = through.request(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        assert done["result"]["content"][0]["text"] == "hi"
+        plain_names = [t["name"] for t in plain.request(1, "tools/list")["result"]["tools"]]
+        assert plain_names == ["mcpx_call", "mcpx_servers", "mcpx_search_tools"]
+    # Relayed (stdin a file: nothing to hand off), the option travels the same way.
+    script = tmp_path / "in.jsonl"
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": REV,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    script.write_text(json.dumps(init) + "\n" + json.dumps(listing) + "\n")
+    with script.open("rb") as stdin:
+        done_run = subprocess.run(
+            argv, stdin=stdin, capture_output=True, env=daemon.env(), timeout=60, check=False
+        )
+    replies = {r["id"]: r for r in map(json.loads, done_run.stdout.decode().splitlines())}
+    assert replies[1]["result"]["tools"][0]["name"] == "add"

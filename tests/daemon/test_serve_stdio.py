@@ -227,9 +227,12 @@ _INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"na
 def test_handoff_message_agrees() -> None:
     # The shim keeps its own copy (importing the daemon side would slow every start).
     from mcpx.cli._serve import HANDOFF as shim
+    from mcpx.cli._serve import OPTIONS as shim_options
     from mcpx.daemon._stdio_channel import HANDOFF as daemon_side
+    from mcpx.daemon._stdio_channel import OPTIONS as daemon_options
 
     assert shim == daemon_side
+    assert shim_options == daemon_options
 
 
 def _read_all(fd: int, limit: float = 60) -> bytes:

@@ -25,6 +25,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
@@ -44,6 +45,13 @@ _CHUNK: Final = 64 * 1024
 # The daemon's HANDOFF (mcpx.daemon._stdio_channel, not imported: it brings in the whole
 # server side, and the shim starts with every host). A test holds the two equal.
 HANDOFF: Final = b"MCPX-STDIO-FDS 1\n"
+# This connection's own settings, as a JSON line ahead of anything else (the same here).
+OPTIONS: Final = b"MCPX-STDIO-OPTIONS "
+
+
+def options_line(options: dict[str, Any]) -> bytes:
+    """The line carrying ``options`` (empty: nothing to say, no line)."""
+    return OPTIONS + json.dumps(options).encode() + b"\n" if options else b""
 
 
 def _pipe_or_socket(fd: int) -> bool:
@@ -65,16 +73,17 @@ def _reply(sock: socket.socket) -> bytes:
     return data
 
 
-def handoff(path: Path) -> bool:
+def handoff(path: Path, options: bytes = b"") -> bool:
     """Hand stdin and stdout to the daemon on ``path``; True once it has served them
-    and closed the connection, False (nothing read from stdin) when it would not."""
+    and closed the connection, False (nothing read from stdin) when it would not.
+    ``options`` (an ``options_line``) rides in the same message."""
     send_fds = getattr(socket, "send_fds", None)
     if send_fds is None or not (_pipe_or_socket(0) and _pipe_or_socket(1)):
         return False
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         try:
             sock.connect(str(path))
-            send_fds(sock, [HANDOFF], [0, 1])
+            send_fds(sock, [HANDOFF + options], [0, 1])
             # No time limit: the daemon answers at once, and one without hand-offs
             # answers the line as JSON (a parse error). Either way the relay needs it.
             if _reply(sock) != b"OK\n":
@@ -134,7 +143,8 @@ def relay(sock: socket.socket) -> None:
 @settings_options
 def serve_command(transport: str, **params: Any) -> None:
     """Serve MCP on stdio, through the daemon (started if needed)."""
-    client = DaemonClient(load_settings(params))
+    loaded = load_settings(params)
+    client = DaemonClient(loaded)
     client.ensure()
     if transport == "http":
         url = (client.info() or {}).get("url", "<the daemon's url>")
@@ -142,13 +152,19 @@ def serve_command(transport: str, **params: Any) -> None:
             f"the daemon already serves MCP over HTTP at {url}/mcp: point the client there "
             "(mcpx serve is for stdio only)"
         )
-    serve_stdio(client.paths.stdio_socket)
+    options: dict[str, Any] = {}
+    if loaded.settings.origin("mcp.passthrough").kind.value != "default":
+        # --passthrough (or its env var) on serve: this host's own pass-through servers.
+        options["passthrough"] = list(loaded.settings["mcp.passthrough"])
+    serve_stdio(client.paths.stdio_socket, options)
 
 
-def serve_stdio(path: Path) -> None:
+def serve_stdio(path: Path, options: dict[str, Any] | None = None) -> None:
     """Serve this process's stdin/stdout through the stdio channel at ``path``: handed
-    off when the daemon takes the descriptors, relayed otherwise."""
-    if handoff(path):
+    off when the daemon takes the descriptors, relayed otherwise. ``options`` are this
+    host's own settings (``passthrough``)."""
+    line = options_line(options or {})
+    if handoff(path, line):
         return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -159,4 +175,6 @@ def serve_stdio(path: Path) -> None:
             f"cannot reach the daemon's stdio channel at {path}: {exc}"
         ) from exc
     with sock:
+        if line:
+            sock.sendall(line)  # before any of the host's bytes
         relay(sock)

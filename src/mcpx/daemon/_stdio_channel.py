@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import fcntl
 import itertools
+import json
 import logging
 import math
 import os
@@ -73,6 +74,8 @@ _BATCH_REVISION: Final = "2025-03-26"  # the only revision with JSON-RPC batches
 _counter = itertools.count(1)
 # The first message of a hand-off, with the host's stdin and stdout attached (SCM_RIGHTS).
 HANDOFF: Final = b"MCPX-STDIO-FDS 1\n"
+# mcpx serve's settings for its host, as a JSON line before anything else.
+OPTIONS: Final = b"MCPX-STDIO-OPTIONS "
 _CHUNK: Final = 64 * 1024
 # Waiting on an arbitrary descriptor came with anyio 4.7; without it, hand-offs are refused.
 _wait_readable = getattr(anyio, "wait_readable", None)
@@ -110,15 +113,38 @@ async def _accept(stream: SocketStream, ctx: OpContext) -> None:
         except RuntimeError as exc:  # ancillary data other than descriptors
             log.warning("stdio connection refused (%s): %s", exc, identity)
             return
-        if first == HANDOFF and fds:
-            await _handed_off(stream, fds, identity, ctx)
+        if first.startswith(HANDOFF) and fds:
+            options, _ = _options(first[len(HANDOFF) :])
+            await _handed_off(stream, fds, identity, ctx, options)
             return
         for fd in fds:  # descriptors nobody asked for
             os.close(fd)
-        await _Channel(identity, ctx, _Prefixed(first, stream), stream).run()
+        options, first = _options(first)
+        channel = _Channel(identity, ctx, _Prefixed(first, stream), stream)
+        channel.configure(options)
+        await channel.run()
 
 
-async def _handed_off(stream: SocketStream, fds: list[int], identity: str, ctx: OpContext) -> None:
+def _options(data: bytes) -> tuple[dict[str, Any], bytes]:
+    """The connection's options line, if ``data`` starts with one; and the rest."""
+    if not data.startswith(OPTIONS):
+        return {}, data
+    line, _, rest = data.partition(b"\n")
+    try:
+        options = json.loads(line[len(OPTIONS) :])
+    except ValueError:
+        log.warning("stdio options line unreadable; ignored")
+        return {}, rest
+    return (options if isinstance(options, dict) else {}), rest
+
+
+async def _handed_off(
+    stream: SocketStream,
+    fds: list[int],
+    identity: str,
+    ctx: OpContext,
+    options: dict[str, Any] | None = None,
+) -> None:
     """Serve the host on its own pipes while ``mcpx serve`` waits on ``stream``."""
     refusal = _refusal(fds)
     if refusal is not None:
@@ -141,6 +167,7 @@ async def _handed_off(stream: SocketStream, fds: list[int], identity: str, ctx: 
                 await stream.send(b"NO " + str(exc).encode() + b"\n")
             return
         channel = _Channel(identity, ctx, receive, send, mode="hand-off")
+        channel.configure(options or {})
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await stream.send(b"OK\n")
             async with anyio.create_task_group() as tg:
@@ -271,6 +298,16 @@ class _Channel:
         if waiting is not None:
             waiting[1].append(frame)
             waiting[0].set()
+
+    def configure(self, options: dict[str, Any]) -> None:
+        """This host's own settings, sent by ``mcpx serve`` (its ``--passthrough``)."""
+        through = options.get("passthrough")
+        if isinstance(through, list):
+            known = [str(s) for s in through if s in self.ctx.pool.servers]
+            unknown = [str(s) for s in through if s not in self.ctx.pool.servers]
+            if unknown:
+                log.warning("passthrough names unknown servers, ignored: %s", unknown)
+            self.conn.passthrough = tuple(known)
 
     def stop_reading(self) -> None:
         """Read no more lines; what is in flight drains as at EOF."""
