@@ -9,6 +9,8 @@ same resource: one upstream subscription, both hear of it under their own names.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import threading
 import time
@@ -220,3 +222,49 @@ def test_an_events_stream_naming_a_uri_watches_it_for_its_life(daemon: Daemon) -
         _events(stream.iter_lines(), got, 1)
     assert got[0]["data"]["subscribed"] is False
     assert "did not declare resources.subscribe" in got[0]["data"]["reason"]
+
+
+def test_an_instance_that_dies_holding_subscriptions_is_replaced(daemon: Daemon) -> None:
+    init: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}}
+    init["clientInfo"] = {"name": "t", "version": "1"}
+    with httpx.Client(base_url=daemon.info["url"], timeout=30) as mcp:
+        r = mcp.post(
+            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
+        )
+        headers = {
+            "Mcp-Session-Id": r.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        sub = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "resources/subscribe",
+            "params": {"uri": WATCHED},
+        }
+        mcp.post("/mcp", json=sub, headers=headers)
+
+        def pids() -> list[int]:
+            with daemon.http() as api:
+                servers = api.get("/v1/servers").json()["servers"]
+            found = next(s for s in servers if s["name"] == "everything")["instances"]
+            return [i["pid"] for i in found if i["state"] == "ready" and i["pid"]]
+
+        [before] = pids()
+        # The upstream process the daemon started for this test's daemon: ended by its PID.
+        os.kill(before, signal.SIGKILL)
+        assert _wait(lambda: bool(pids()) and pids()[0] != before, limit=30)
+        assert _subscriptions(daemon)["everything"] == [DOC]
+        # The new instance was given the subscription: its updates reach the session.
+        done = daemon.cli("call", "everything", "toggle-subscriber-updates")
+        assert done.returncode == 0, done.stderr
+        got: list[dict[str, Any]] = []
+        with mcp.stream(
+            "GET", "/mcp", headers={**headers, "Accept": "text/event-stream"}
+        ) as stream:
+            reader = threading.Thread(
+                target=_collect, args=(stream.iter_lines(), got, 1), daemon=True
+            )
+            reader.start()
+            reader.join(timeout=20)
+        assert got and got[0]["params"]["uri"] == WATCHED
+        mcp.delete("/mcp", headers=headers)
