@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
 import sys
 from collections.abc import Iterator
 
@@ -60,3 +63,33 @@ def test_cli_call_shows_log_lines_on_stderr_and_the_result_on_stdout(daemon: Dae
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "slept 0.2 s in 2 steps"
     assert "info: slow: slept 0.2 s in 2 steps" in done.stderr
+
+
+def test_cli_call_draws_a_progress_bar_on_a_terminal(daemon: Daemon) -> None:
+    # stderr is a pseudo-terminal: the bar is drawn there; stdout (a pipe) gets the result.
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpx", "call", "demo", "slow", "seconds=0.6", "steps=3"],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            env={**daemon.env(), "COLUMNS": "100", "TERM": "xterm"},
+            cwd=daemon.home,
+        )
+        os.close(follower)
+        drawn = b""
+        while True:  # until the child closes the terminal (bounded by the call's end)
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        os.close(leader)
+    assert proc.returncode == 0
+    assert out.decode().strip() == "slept 0.6 s in 3 steps"
+    text = drawn.decode("utf-8", "replace")
+    assert "step 1 of 3" in text or "step 2 of 3" in text  # the bar's description
