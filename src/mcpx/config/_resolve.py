@@ -33,7 +33,7 @@ _DEFAULT = Origin(OriginKind.DEFAULT)
 class Settings(Mapping[str, Any]):
     """Every setting's typed value and where it came from; read-only."""
 
-    __slots__ = ("_origins", "_values")
+    __slots__ = ("_origins", "_policy", "_values")
 
     def __init__(self, values: Mapping[str, object], origins: Mapping[str, Origin]) -> None:
         missing = [name for name in SETTINGS if name not in values or name not in origins]
@@ -41,6 +41,7 @@ class Settings(Mapping[str, Any]):
             raise ValueError(f"Settings needs every setting; missing {', '.join(missing)}")
         self._values = MappingProxyType({name: values[name] for name in SETTINGS})
         self._origins = MappingProxyType({name: origins[name] for name in SETTINGS})
+        self._policy: Policy | None = None
 
     def __getitem__(self, name: str) -> Any:
         try:
@@ -80,8 +81,12 @@ class Settings(Mapping[str, Any]):
     def policy(self) -> Policy:
         """The effective spec policy from spec.precedence, spec.first and spec.lenient."""
         # Each of the three was checked against REVISIONS and for repeats when resolved,
-        # so building cannot fail here.
-        return Policy.build(self["spec.precedence"], self["spec.first"], self["spec.lenient"])
+        # so building cannot fail here; built once, as the values never change.
+        if self._policy is None:
+            self._policy = Policy.build(
+                self["spec.precedence"], self["spec.first"], self["spec.lenient"]
+            )
+        return self._policy
 
     def as_json(self) -> list[dict[str, JSONValue]]:
         """One object per setting, in registry order, for ``mcpx settings --json``."""
