@@ -72,3 +72,14 @@ def test_other_uris_are_not_gateway_uris(uri: str) -> None:
 def test_server_names_are_encoded_too() -> None:
     mapped = gateway_uri("my server", "x://y")
     assert split_gateway(mapped) == ("my server", "x%3A%2F%2Fy")
+
+
+def test_an_absolute_path_is_listed_as_a_path_and_resolved_by_the_listing() -> None:
+    # Issue 8: /abs/doc is listed as mcpx://demo/abs/doc and read back through the
+    # server's own resource list.
+    mapped = gateway_uri("demo", "/abs/doc")
+    assert mapped == "mcpx://demo/abs/doc"
+    assert _back(mapped, resources=("/abs/doc", "abs/doc-other")) == "/abs/doc"
+    spaced = gateway_uri("demo", "/a b/c")
+    assert spaced == "mcpx://demo/a%20b/c"
+    assert _back(spaced, resources=("/a b/c",)) == "/a b/c"

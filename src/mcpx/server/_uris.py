@@ -4,7 +4,9 @@ Invariants:
 
 - A listed resource's URI reads back exactly: the original is encoded with
   ``quote(uri, safe="")``, so it holds no ``/``, ``?`` or ``#`` of its own and
-  ``unquote`` gives it back byte for byte (a ``%`` in it becomes ``%25``).
+  ``unquote`` gives it back byte for byte (a ``%`` in it becomes ``%25``). An absolute
+  path is the exception: listed without its leading ``/`` and with its own slashes,
+  it is recovered against the server's resource list.
 - A template's ``{...}`` expressions stay as they are, unescaped, so the rewritten
   ``uriTemplate`` is still a template a client can expand; only its literal parts
   are encoded.
@@ -30,7 +32,13 @@ _EXPRESSION: Final = re.compile(r"\{[^{}]*\}")
 
 
 def gateway_uri(server: str, uri: str) -> str:
-    """The mcpx URI for ``server``'s resource ``uri``."""
+    """The mcpx URI for ``server``'s resource ``uri``.
+
+    An absolute path (``/abs/doc``) is listed as a path under the server
+    (``mcpx://demo/abs/doc``): its leading slash dropped, its own slashes kept.
+    """
+    if uri.startswith("/"):
+        return f"{SCHEME}{quote(server, safe='')}/{quote(uri[1:], safe='/')}"
     return f"{SCHEME}{quote(server, safe='')}/{quote(uri, safe='')}"
 
 
@@ -56,7 +64,9 @@ def original_uri(rest: str, *, resources: Iterable[str], templates: Iterable[str
     A listed resource wins over a template it happens to match: its encoding is exact.
     """
     for uri in resources:
-        if quote(uri, safe="") == rest:
+        if quote(uri, safe="") == rest or (
+            uri.startswith("/") and quote(uri[1:], safe="/") == rest
+        ):
             return uri
     for template in templates:
         found = _expand_back(template, rest)
