@@ -37,6 +37,7 @@ from mcpx.server import (
     META_VERSION,
     Audience,
     Conn,
+    Questions,
     check_headers,
     check_meta,
     dispatch,
@@ -48,7 +49,6 @@ from mcpx.spec import HEADERLESS, MODERN
 from mcpx.wire import (
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
-    InternalError,
     InvalidRequest,
     Kind,
     McpError,
@@ -59,14 +59,6 @@ from ._mcp_answer import LazyAnswer
 __all__ = ["McpEndpoint"]
 
 _JSON: Final = "application/json"
-
-
-@dataclass
-class _Asked:
-    """A question waiting for the client's answer."""
-
-    done: anyio.Event = field(default_factory=anyio.Event)
-    reply: dict[str, Any] = field(default_factory=dict)
 
 
 # Frames waiting for a session's GET stream; beyond this the oldest are dropped (they
@@ -86,47 +78,8 @@ class _Session:
     outbox: deque[wire.Frame] = field(default_factory=lambda: deque(maxlen=_OUTBOX))
     waiting: anyio.Event = field(default_factory=anyio.Event)
 
-    asks: dict[int, _Asked] = field(default_factory=dict)
-    last_ask: int = 0
-
-    async def ask(
-        self,
-        answer: LazyAnswer,
-        method: str,
-        params: dict[str, Any],
-        timeout: float,
-        trace: Any,
-    ) -> dict[str, Any]:
-        """Put a question to the client on ``answer``'s stream; its result.
-
-        Raises:
-            McpError: the client answered with an error, or did not answer in time.
-        """
-        self.last_ask -= 1  # negative ids: never one the client uses for its own
-        rid = self.last_ask
-        waiting = self.asks[rid] = _Asked()
-        request = wire.request(rid, method, params)
-        if trace is not None:
-            trace(self.conn.revision, request, None)
-        answer.emit(request)
-        try:
-            with anyio.fail_after(timeout):
-                await waiting.done.wait()
-        except TimeoutError:
-            raise InternalError(f"the client did not answer {method} in {timeout:g} s") from None
-        finally:
-            self.asks.pop(rid, None)
-        reply = waiting.reply
-        if "error" in reply:
-            raise McpError.from_error(reply["error"])
-        result: dict[str, Any] = reply.get("result") or {}
-        return result
-
-    def answered(self, frame: wire.Frame) -> None:
-        waiting = self.asks.get(frame.get("id"))  # type: ignore[arg-type]
-        if waiting is not None:
-            waiting.reply = dict(frame)
-            waiting.done.set()
+    # Questions put to the client on its POSTs' streams, waiting for its answers.
+    questions: Questions = field(default_factory=Questions)
 
     def deliver(self, frame: dict[str, Any]) -> None:
         """The session's push: queued for its GET stream (sync, never blocks)."""
@@ -337,7 +290,7 @@ class McpEndpoint:
         session.used = time.monotonic()
         if kind in (Kind.RESULT, Kind.ERROR):
             # The answer to a question mcpx put on one of this session's streams.
-            session.answered(frame)
+            session.questions.answered(frame)
             return Response(status_code=202)
         if kind is not Kind.REQUEST:
             return Response(status_code=202)
@@ -348,7 +301,12 @@ class McpEndpoint:
             async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
                 # The POST's response becomes an event stream carrying the question; the
                 # host answers with a POST of its own on the session.
-                return await session.ask(answer, method, params, ask_timeout, ctx.trace)
+                def send(request: dict[str, Any]) -> None:
+                    if ctx.trace is not None:
+                        ctx.trace(session.conn.revision, request, None)
+                    answer.emit(request)
+
+                return await session.questions.ask(send, method, params, ask_timeout)
 
             return await dispatch(
                 frame,

@@ -60,7 +60,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpx import wire
 from mcpx.ops import OpContext
-from mcpx.server import Conn, dispatch, release_all
+from mcpx.server import Conn, Questions, dispatch, release_all
 from mcpx.wire import Kind, McpError
 
 __all__ = ["HANDOFF", "MAX_LINE", "serve_stdio_channel"]
@@ -243,9 +243,8 @@ class _Channel:
         self._reading = anyio.CancelScope()
         # Requests being answered, by id: notifications/cancelled cancels one.
         self._running: dict[wire.RequestId, anyio.CancelScope] = {}
-        # Questions put to the host, by (negative) id, waiting for its answer.
-        self._asks: dict[int, tuple[anyio.Event, list[wire.Frame]]] = {}
-        self._last_ask = 0
+        # Questions put to the host, waiting for its answers.
+        self._questions = Questions()
         self.conn = Conn(transport="stdio", push=self._push, identity=self.identity)
 
     async def run(self) -> None:
@@ -267,37 +266,15 @@ class _Channel:
         log.info("stdio host gone: %s", self.identity)
 
     async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Put an upstream's question to the host on its pipe; its answer.
+        """Put an upstream's question to the host on its pipe; its answer."""
 
-        Raises:
-            McpError: the host answered with an error, or not in proto.askTimeout.
-        """
-        self._last_ask -= 1  # negative ids: never one the host uses for its own
-        rid = self._last_ask
-        done, reply = anyio.Event(), list[wire.Frame]()
-        self._asks[rid] = (done, reply)
-        request = wire.request(rid, method, params)
-        if self.ctx.trace is not None:
-            self.ctx.trace(self.conn.revision, request, None)
-        self._emit(request)
+        def send(request: dict[str, Any]) -> None:
+            if self.ctx.trace is not None:
+                self.ctx.trace(self.conn.revision, request, None)
+            self._emit(request)
+
         timeout = float(self.ctx.settings["proto.askTimeout"])
-        try:
-            with anyio.fail_after(timeout):
-                await done.wait()
-        except TimeoutError:
-            raise wire.InternalError(f"the host did not answer {method} in {timeout:g} s") from None
-        finally:
-            self._asks.pop(rid, None)
-        if "error" in reply[0]:
-            raise McpError.from_error(reply[0]["error"])
-        result: dict[str, Any] = reply[0].get("result") or {}
-        return result
-
-    def _answered(self, frame: wire.Frame) -> None:
-        waiting = self._asks.get(frame.get("id"))  # type: ignore[arg-type]
-        if waiting is not None:
-            waiting[1].append(frame)
-            waiting[0].set()
+        return await self._questions.ask(send, method, params, timeout)
 
     def configure(self, options: dict[str, Any]) -> None:
         """This host's own settings, sent by ``mcpx serve`` (its ``--passthrough``)."""
@@ -369,7 +346,7 @@ class _Channel:
         elif kind in (Kind.REQUEST, Kind.NOTIFICATION):
             await self._request(frame)
         else:  # a result or an error: the host's answer to a question mcpx put to it
-            self._answered(frame)
+            self._questions.answered(frame)
 
     async def _answer(self, frame: wire.Frame) -> wire.Frame | None:
         try:

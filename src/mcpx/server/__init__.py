@@ -13,6 +13,7 @@ scope it is served under.
 (``_surface``): it does no I/O itself, only awaits the operations' handlers it is given.
 """
 
+from ._asking import Questions
 from ._audience import Audience
 from ._conn import META_CAPABILITIES, META_VERSION, Conn, Push, Subscriptions, Transport
 from ._dispatch import INSTRUCTIONS, dispatch
@@ -33,6 +34,7 @@ __all__ = [
     "Audience",
     "Conn",
     "Push",
+    "Questions",
     "Subscriptions",
     "Transport",
     "check_headers",

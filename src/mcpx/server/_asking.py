@@ -13,14 +13,18 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from mcpx import spec
+import anyio
+
+from mcpx import spec, wire
 from mcpx.ops import HostAsker
+from mcpx.wire import InternalError, McpError
 
 from ._conn import Conn
 
-__all__ = ["host_asker"]
+__all__ = ["Questions", "host_asker"]
 
 JSON = dict[str, Any]
 _SCHEMA_KEYS: Final = frozenset({"$schema", "type", "properties", "required"})
@@ -66,3 +70,57 @@ def _spelled(method: str, params: JSON, rev: str) -> JSON:
         # The restricted schema has four keys; servers add more (an SDK adds "title").
         out["requestedSchema"] = {k: v for k, v in schema.items() if k in _SCHEMA_KEYS}
     return out
+
+
+@dataclass
+class _Waiting:
+    done: anyio.Event = field(default_factory=anyio.Event)
+    reply: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Questions:
+    """The questions one connection put to its client, waiting for its answers.
+
+    Ids are negative: a client's own requests never use them, so an answer is never
+    mistaken for anything else.
+    """
+
+    _waiting: dict[int, _Waiting] = field(default_factory=dict)
+    _last: int = 0
+
+    async def ask(
+        self,
+        send: Callable[[JSON], None],
+        method: str,
+        params: JSON,
+        timeout: float,
+    ) -> JSON:
+        """Send the question through ``send`` (its request frame); the client's result.
+
+        Raises:
+            McpError: the client answered with an error, or not within ``timeout``.
+        """
+        self._last -= 1
+        rid = self._last
+        waiting = self._waiting[rid] = _Waiting()
+        send(wire.request(rid, method, params))
+        try:
+            with anyio.fail_after(timeout):
+                await waiting.done.wait()
+        except TimeoutError:
+            raise InternalError(f"the client did not answer {method} in {timeout:g} s") from None
+        finally:
+            self._waiting.pop(rid, None)
+        if "error" in waiting.reply:
+            raise McpError.from_error(waiting.reply["error"])
+        result: JSON = waiting.reply.get("result") or {}
+        return result
+
+    def answered(self, frame: Mapping[str, Any]) -> None:
+        """The client's result or error frame: wakes the question it answers, if any."""
+        rid = frame.get("id")
+        waiting = self._waiting.get(rid) if isinstance(rid, int) else None
+        if waiting is not None:
+            waiting.reply = dict(frame)
+            waiting.done.set()
