@@ -59,6 +59,19 @@ def _updates_on(daemon: Daemon) -> None:
     _TOGGLED.add(id(daemon))
 
 
+def _legacy_session(mcp: httpx.Client, rev: str = "2025-11-25") -> dict[str, str]:
+    init: dict[str, Any] = {"protocolVersion": rev, "capabilities": {}}
+    init["clientInfo"] = {"name": "t", "version": "1"}
+    frame = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
+    r = mcp.post("/mcp", json=frame)
+    return {"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": rev}
+
+
+def _subscribe(mcp: httpx.Client, headers: dict[str, str], uri: str = WATCHED) -> Any:
+    frame = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": uri}}
+    return mcp.post("/mcp", json=frame, headers=headers).json()
+
+
 def _subscriptions(daemon: Daemon) -> dict[str, list[str]]:
     with daemon.http() as api:
         return {s["name"]: s["subscriptions"] for s in api.get("/v1/servers").json()["servers"]}
@@ -161,34 +174,12 @@ def test_both_eras_hear_updates_through_one_upstream_subscription(daemon: Daemon
 
 
 def test_a_session_that_ends_releases_its_subscriptions(daemon: Daemon) -> None:
-    init: dict[str, Any] = {"protocolVersion": "2025-06-18", "capabilities": {}}
-    init["clientInfo"] = {"name": "t", "version": "1"}
     with httpx.Client(base_url=daemon.info["url"], timeout=30) as mcp:
-        r = mcp.post(
-            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
-        )
-        headers = {
-            "Mcp-Session-Id": r.headers["mcp-session-id"],
-            "MCP-Protocol-Version": "2025-06-18",
-        }
-        sub = {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "resources/subscribe",
-            "params": {"uri": WATCHED},
-        }
-        mcp.post("/mcp", json=sub, headers=headers)
+        headers = _legacy_session(mcp, "2025-06-18")
+        _subscribe(mcp, headers)
         assert _subscriptions(daemon)["everything"] == [DOC]
         assert mcp.delete("/mcp", headers=headers).status_code == 200
         assert _wait(lambda: _subscriptions(daemon)["everything"] == [])
-
-
-def _events(lines: Iterator[str], got: list[dict[str, Any]], want: int) -> None:
-    for line in lines:
-        if line.startswith("data: "):
-            got.append(json.loads(line[len("data: ") :]))
-            if len(got) >= want:
-                return
 
 
 def test_an_events_stream_naming_a_uri_watches_it_for_its_life(daemon: Daemon) -> None:
@@ -199,13 +190,13 @@ def test_an_events_stream_naming_a_uri_watches_it_for_its_life(daemon: Daemon) -
         api.stream("GET", "/v1/events", params={"uri": WATCHED}) as stream,
     ):
         lines = stream.iter_lines()
-        _events(lines, got, 1)
+        _collect(lines, got, 1)
         watching = got[0]
         assert watching["kind"] == "resource.watching"
         assert watching["data"] == {"uri": WATCHED, "subscribed": True, "reason": None}
         assert _subscriptions(daemon)["everything"] == [DOC]
         _updates_on(daemon)
-        reader = threading.Thread(target=_events, args=(lines, got, 2), daemon=True)
+        reader = threading.Thread(target=_collect, args=(lines, got, 2), daemon=True)
         reader.start()
         reader.join(timeout=20)
     assert got[1]["kind"] == "resource.updated" and got[1]["uri"] == DOC
@@ -219,29 +210,15 @@ def test_an_events_stream_naming_a_uri_watches_it_for_its_life(daemon: Daemon) -
         ) as stream,
     ):
         got = []
-        _events(stream.iter_lines(), got, 1)
+        _collect(stream.iter_lines(), got, 1)
     assert got[0]["data"]["subscribed"] is False
     assert "did not declare resources.subscribe" in got[0]["data"]["reason"]
 
 
 def test_an_instance_that_dies_holding_subscriptions_is_replaced(daemon: Daemon) -> None:
-    init: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}}
-    init["clientInfo"] = {"name": "t", "version": "1"}
     with httpx.Client(base_url=daemon.info["url"], timeout=30) as mcp:
-        r = mcp.post(
-            "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
-        )
-        headers = {
-            "Mcp-Session-Id": r.headers["mcp-session-id"],
-            "MCP-Protocol-Version": "2025-11-25",
-        }
-        sub = {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "resources/subscribe",
-            "params": {"uri": WATCHED},
-        }
-        mcp.post("/mcp", json=sub, headers=headers)
+        headers = _legacy_session(mcp)
+        _subscribe(mcp, headers)
 
         def pids() -> list[int]:
             with daemon.http() as api:

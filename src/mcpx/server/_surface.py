@@ -25,7 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
@@ -227,27 +227,30 @@ def _split_name(name: str, ctx: OpContext) -> tuple[str, str] | None:
 
 async def list_resources(ctx: OpContext, params: Mapping[str, Any], page_size: int) -> JSON:
     """Pass-through resources with their own URIs, then every other server's as mcpx://."""
-    own = [r for _, r in await passthrough.merged(ctx, "resources")]
-    out = await _run(ctx, "resources.list", {})
-    through = passthrough.servers(ctx)
-    items = [
-        _untagged(r, uri=gateway_uri(r["server"], r["uri"]))
-        for r in out["resources"]
-        if r["server"] not in through
-    ]
-    return _page("resources", [*own, *items], params, page_size)
+    items = await _listing(ctx, "resources", "resources.list", "uri", gateway_uri)
+    return _page("resources", items, params, page_size)
 
 
 async def list_templates(ctx: OpContext, params: Mapping[str, Any], page_size: int) -> JSON:
-    own = [t for _, t in await passthrough.merged(ctx, "resourceTemplates")]
-    out = await _run(ctx, "resources.templates", {})
+    kind = "resourceTemplates"
+    items = await _listing(ctx, kind, "resources.templates", "uriTemplate", gateway_template)
+    return _page(kind, items, params, page_size)
+
+
+async def _listing(
+    ctx: OpContext, kind: str, op: str, key: str, rename: Callable[[str, str], str]
+) -> list[JSON]:
+    """The pass-through servers' items as they are, then every other server's with
+    ``key`` renamed by ``rename(server, value)``."""
+    own = [item for _, item in await passthrough.merged(ctx, kind)]
+    out = await _run(ctx, op, {})
     through = passthrough.servers(ctx)
-    items = [
-        _untagged(t, uriTemplate=gateway_template(t["server"], t["uriTemplate"]))
-        for t in out["resourceTemplates"]
-        if t["server"] not in through
+    renamed = [
+        _untagged(item, **{key: rename(item["server"], item[key])})
+        for item in out[kind]
+        if item["server"] not in through
     ]
-    return _page("resourceTemplates", [*own, *items], params, page_size)
+    return [*own, *renamed]
 
 
 async def read_resource(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
