@@ -11,6 +11,7 @@ from ._ops import op_commands
 from ._protocol import protocol
 from ._serve import serve_command
 from ._settings import settings_command
+from ._tasks import task_group
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,6 +32,7 @@ cli.add_command(settings_command)
 cli.add_command(demo_server_command)
 cli.add_command(protocol)
 cli.add_command(serve_command)
+cli.add_command(task_group)
 for command in (*daemon_commands(), *op_commands()):
     cli.add_command(command)
 

@@ -6,7 +6,8 @@ raw response. ``mcpx call SERVER TOOL key=value … [--args JSON]`` adds
 argument parsing by the tool's own input schema. A streamed operation
 (``mcpx events``) prints what it gets as it comes (``_events``). Exit codes:
 0 success, 1 a tool reported an error (isError), 2 usage, 4 unknown name,
-5 upstream failed.
+5 upstream failed, 75 the call stopped on a question nobody present can answer (it
+goes on as a task: ``mcpx task result ID`` collects it).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
 from ._events import follow
 from ._http import Reply
-from ._relay import relayed_call
+from ._relay import EX_TEMPFAIL, parked, relayed_call
 
 __all__ = ["op_commands"]
 
@@ -117,6 +118,12 @@ def _command(op: Operation) -> click.Command:
             response = client.call(op.method, path, **kw)
         if response.status_code >= 400:
             _fail(response)
+        if response.status_code == 202:  # stopped on a question; the call goes on
+            doc = response.json()
+            if as_json:
+                click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+            parked(doc)
+            raise SystemExit(EX_TEMPFAIL)
         _show(spec.view, response.json(), as_json)
 
     command = click.command(spec.command, help=op.doc)(run)

@@ -16,7 +16,9 @@ import click
 from ._daemon import DaemonClient
 from ._http import Reply
 
-__all__ = ["relayed_call"]
+__all__ = ["EX_TEMPFAIL", "parked", "relayed_call"]
+
+EX_TEMPFAIL = 75  # sysexits.h: try again later (after answering)
 
 _NDJSON = "application/x-ndjson"
 
@@ -56,9 +58,13 @@ def _log(params: dict[str, Any]) -> None:
 
 
 def relayed_call(client: DaemonClient, method: str, path: str, body: Any) -> Reply:
-    """One call whose progress and log lines are shown as they come; the final reply."""
+    """One call whose progress and log lines are shown as they come; the final reply.
+
+    The CLI cannot be asked in-band: on a question nobody present can answer, the
+    daemon answers 202 at once (the call goes on as a task), and ``parked`` says so.
+    """
     client.ensure()
-    headers = {"Accept": f"application/json, {_NDJSON}"}
+    headers = {"Accept": f"application/json, {_NDJSON}", "Mcpx-Questions": "return"}
     bar = _Bar()
     with client.http().stream(method, path, json_body=body, headers=headers) as response:
         try:
@@ -81,3 +87,16 @@ def relayed_call(client: DaemonClient, method: str, path: str, body: Any) -> Rep
             return Reply(response.status, last)
         finally:
             bar.close()
+
+
+def parked(doc: dict[str, Any]) -> None:
+    """Tell the user the call waits on a question: what, how to answer, how to collect."""
+    task = doc.get("task") or {}
+    for question in doc.get("questions") or []:
+        params = question.get("params") or {}
+        what = params.get("message") or question.get("method", "a question")
+        click.echo(f"mcpx: {question.get('server')} asks: {what}", err=True)
+        click.echo(f"  answer it:  mcpx elicit answer {question.get('id')}", err=True)
+        click.echo(f"  see it:     mcpx elicit show {question.get('id')}", err=True)
+    click.echo(f"  then:       mcpx task result {task.get('id')}", err=True)
+    click.echo(f"mcpx: the call goes on as task {task.get('id')}", err=True)

@@ -25,7 +25,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from mcpx import wire
-from mcpx.ops import OPERATIONS, OpContext, Operation, OpError, openapi
+from mcpx.ops import OPERATIONS, OpContext, Operation, OpError, Status, openapi
 
 from ._mcp_answer import LazyAnswer, json_line
 
@@ -35,6 +35,8 @@ log = logging.getLogger("mcpx.daemon")
 
 
 def _json(body: Any, status: int = 200) -> Response:
+    if isinstance(body, Status):  # a handler that answers other than 200 (202: running)
+        body, status = body.body, body.status
     return Response(wire.dumps(body), status_code=status, media_type="application/json")
 
 
@@ -113,8 +115,12 @@ def _relayed(op: Operation, ctx: OpContext, args: dict[str, Any], request: Reque
         # its level (info unless X-Mcpx-Log-Level says otherwise).
         relaying = replace(ctx, notify=notify, caller_meta={"progressToken": "v1"}, log_level=level)
         try:
-            out: dict[str, Any] = await op.handler(relaying, args)
-            return out
+            out = await op.handler(relaying, args)
+            if isinstance(out, Status):
+                status[0] = out.status
+                return out.body
+            answer_body: dict[str, Any] = out
+            return answer_body
         except OpError as exc:
             status[0] = exc.status
             return exc.body()

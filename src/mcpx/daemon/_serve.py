@@ -33,8 +33,9 @@ from mcpx.client import EraCache, Hooks
 from mcpx.config import ServerConfig, Settings
 from mcpx.events import EventBus, publish_notification
 from mcpx.ops import Catalogue, OpContext, Relay
+from mcpx.ops._tasks import Tasks
 from mcpx.pool import open_pool
-from mcpx.questions import Broker, NativeFirst
+from mcpx.questions import Broker, NativeFirst, Question, StateSigner
 from mcpx.server import Audience
 
 from ._app import build_app
@@ -137,6 +138,17 @@ def _hooks(
     return Hooks(on_stderr=on_stderr, on_event=on_event, on_notification=on_notification)
 
 
+def _question_events(events: EventBus) -> Callable[[str, Question], None]:
+    def publish(kind: str, question: Question) -> None:
+        if kind == "question.asked":
+            data = question.as_json()
+        else:
+            data = {"id": question.id, "state": question.state, "server": question.server}
+        events.publish(kind, data, server=question.server)
+
+    return publish
+
+
 def _frame_trace(
     settings: Settings,
 ) -> Callable[[str | None, Mapping[str, Any], str | None], None] | None:
@@ -184,10 +196,15 @@ def serve(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         cache = EraCache(paths.eras) if settings["upstream.eraCache"] else None
         hooks = _hooks(catalogues, audience, relay, settings, events)
-        broker = Broker(paths.questions)
+        broker = Broker(paths.questions, on_change=_question_events(events))
         # Upstream questions: the calling host first, the broker after.
         handler = NativeFirst(broker, relay, lambda: holder[0].pool if holder else None)
-        async with open_pool(servers, settings, cache=cache, hooks=hooks, handler=handler) as pool:
+        async with (
+            open_pool(servers, settings, cache=cache, hooks=hooks, handler=handler) as pool,
+            anyio.create_task_group() as running,
+        ):
+            # Calls that outlive their request run here, and end before the upstreams do.
+            tasks = Tasks(running, keep=float(settings["proto.askTTL"]))
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
@@ -201,6 +218,8 @@ def serve(
                     audience=audience,
                     events=events,
                     broker=broker,
+                    tasks=tasks,
+                    signer=StateSigner(float(settings["proto.stateTTL"])),
                 )
             )
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)
@@ -211,6 +230,7 @@ def serve(
                     yield
                 finally:
                     channels.cancel_scope.cancel()
+                    running.cancel_scope.cancel()
                     # Here rather than after serving: uvicorn re-raises the stop signal
                     # once it has shut down, and the process ends with it.
                     _remove(paths)

@@ -12,7 +12,7 @@ from ._openapi import openapi
 from ._operations import OPERATIONS, TRACE_KEYS, by_name, request_for_caller
 from ._relay import LEVELS, HostAsker, Notify, Relay, more_verbose
 from ._search import rank_tools
-from ._table import Cli, Operation, Param
+from ._table import Cli, Operation, Param, Status
 
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
@@ -32,6 +32,7 @@ __all__ = [
     "Operation",
     "Param",
     "Relay",
+    "Status",
     "by_name",
     "more_verbose",
     "openapi",

@@ -42,6 +42,10 @@ class OpContext:
     caller_meta: dict[str, Any] | None = None
     # The durable question store (mcpx.questions.Broker).
     broker: Any = None
+    # Calls that outlive their request (mcpx.ops._tasks.Tasks); None: none can.
+    tasks: Any = None
+    # Signs and checks 2026-07-28 hosts' requestState (mcpx.questions.StateSigner).
+    signer: Any = None
     # How the request's host can be asked an upstream's question (None: it cannot).
     asker: HostAsker | None = None
     # This connection's own mcp.passthrough (``mcpx serve --passthrough``); None: the

@@ -30,6 +30,7 @@ T = TypeVar("T")
 _SERVER = Param("server", {"type": "string"}, "Configured server name", required=True)
 _SERVER_FILTER = Param("server", {"type": "string"}, "Only this server", where="query")
 _REFRESH = Param("refresh", {"type": "boolean"}, "List again from the upstreams", where="query")
+_QUESTIONS_HEADER: Final = "Mcpx-Questions"
 _TIMEOUT = Param(
     "timeout", {"type": "number", "exclusiveMinimum": 0}, "Seconds; only lowers pool.callTimeout"
 )
@@ -230,10 +231,17 @@ async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
     if tool is not None:
         _check_arguments(server, tool, arguments)
     params = {"name": name, "arguments": arguments}
-    return await _upstream(
-        server,
-        request_for_caller(ctx, server, "tools/call", params, timeout=args.get("timeout")),
-    )
+
+    def run(c: OpContext) -> Awaitable[dict[str, Any]]:
+        return request_for_caller(c, server, "tools/call", params, timeout=args.get("timeout"))
+
+    if args.get(_QUESTIONS_HEADER) == "return" and ctx.tasks is not None:
+        from ._detached import returning_call
+
+        return await returning_call(
+            ctx, server, f"tools/call {name}", run, lambda call: _upstream(server, call)
+        )
+    return await _upstream(server, run(ctx))
 
 
 async def _listing(ctx: OpContext, args: dict[str, Any], key: str, out: str) -> Any:
@@ -391,7 +399,20 @@ async def questions_cancel(ctx: OpContext, args: dict[str, Any]) -> Any:
     return await _settle(ctx, args["id"], "cancel")
 
 
+async def tasks_show(ctx: OpContext, args: dict[str, Any]) -> Any:
+    from ._detached import task_show
+
+    return await task_show(ctx, args)
+
+
+async def tasks_result(ctx: OpContext, args: dict[str, Any]) -> Any:
+    from ._detached import task_result
+
+    return await task_result(ctx, args)
+
+
 _OBJ = {"type": "object"}
+_TASK = Param("id", {"type": "string"}, "Task id", required=True, where="path")
 _QID = Param("id", {"type": "string"}, "Question id", required=True, where="path")
 
 # One event on /v1/events, as its data line carries it.
@@ -462,6 +483,13 @@ OPERATIONS: tuple[Operation, ...] = (
             Param("tool", {"type": "string"}, "Tool name", required=True),
             Param("arguments", _OBJ, "Tool arguments"),
             _TIMEOUT,
+            Param(
+                _QUESTIONS_HEADER,
+                {"type": "string", "enum": ["return", "wait"]},
+                "return: on a question nobody present can answer, answer 202 at once with "
+                "it and the call's task id (the call goes on); wait (default): wait for it",
+                where="header",
+            ),
         ),
         cli=Cli("call", positional=("server", "tool"), view="call"),
         relays=True,
@@ -569,6 +597,30 @@ OPERATIONS: tuple[Operation, ...] = (
         "Dismiss a question without choosing",
         questions_cancel,
         params=(_QID,),
+    ),
+    Operation(
+        "tasks.show",
+        "GET",
+        "/v1/tasks/{id}",
+        "A call that outlived its request: its status, and its outcome once it ended",
+        tasks_show,
+        params=(_TASK,),
+    ),
+    Operation(
+        "tasks.result",
+        "GET",
+        "/v1/tasks/{id}/result",
+        "A task's result as /v1/call would have given it; 202 if it is still running",
+        tasks_result,
+        params=(
+            _TASK,
+            Param(
+                "wait",
+                {"type": "number", "minimum": 0},
+                "Seconds to wait for the end (default 60)",
+                where="query",
+            ),
+        ),
     ),
     Operation(
         "events",

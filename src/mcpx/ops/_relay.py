@@ -33,10 +33,13 @@ Notify = Callable[[str, dict[str, Any]], None]
 @dataclass(frozen=True)
 class HostAsker:
     """How a question reaches the host that made a call: whether it declared what the
-    question needs (``can``), and asking it in its own era (``ask``)."""
+    question needs (``can``), and asking it in its own era (``ask``). ``brokered`` is
+    told of every question the broker holds for the call's server while the call runs
+    (a caller that cannot be asked in-band returns with it)."""
 
     can: Callable[[str, Mapping[str, Any]], bool]
     ask: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+    brokered: Callable[[Any], None] | None = None
 
 
 LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")

@@ -18,9 +18,17 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from ._context import OpContext
 
-__all__ = ["Cli", "Operation", "Param"]
+__all__ = ["Cli", "Operation", "Param", "Status"]
 
 Handler = Callable[["OpContext", dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Status:
+    """A handler's answer with a status other than 200 (e.g. 202: still running)."""
+
+    status: int
+    body: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,11 @@ Invariants:
   taken; a wrong one is an error naming the field, and the question stays open.
 - Waiters are woken in-process (an event per question); the row is the truth.
 - Finished rows are pruned ``keep`` seconds after they finished.
+- Every change is told to ``on_change`` (``question.asked`` with the question,
+  ``question.closed`` with its outcome): the daemon publishes them as events, which
+  is how ``mcpx elicit watch`` sees questions arrive.
+- A question whose asker gave up (the call was cancelled, or the upstream withdrew it
+  with ``notifications/cancelled``) is ``withdrawn``: nobody is left to answer.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -84,9 +89,15 @@ class Broker:
     """The durable question store of one daemon."""
 
     def __init__(
-        self, path: Path, *, keep: float = _KEEP, clock: Callable[[], float] = time.time
+        self,
+        path: Path,
+        *,
+        keep: float = _KEEP,
+        clock: Callable[[], float] = time.time,
+        on_change: Callable[[str, Question], None] | None = None,
     ) -> None:
         self.path = path
+        self.on_change = on_change
         self._keep = keep
         self._clock = clock
         self._events: dict[str, anyio.Event] = {}
@@ -135,6 +146,7 @@ class Broker:
         self._events[qid] = anyio.Event()
         found = self.get(qid)
         assert found is not None
+        self._changed("question.asked", found)
         return found
 
     async def wait(self, qid: str) -> dict[str, Any]:
@@ -200,6 +212,11 @@ class Broker:
         self._open(qid)
         return self._finish(qid, "cancelled", {"action": "cancel"})
 
+    def withdraw(self, qid: str) -> None:
+        """The asker gave up: close ``qid`` if it is still pending (no error if not)."""
+        with suppress(QuestionClosed):
+            self._finish(qid, "withdrawn", {"action": "cancel"})
+
     def expire(self) -> int:
         """Close every question past its deadline (with cancel) and prune old ones."""
         now = self._clock()
@@ -221,6 +238,9 @@ class Broker:
             )
         for qid in due:
             self._wake(qid)
+            found = self.get(qid)
+            if found is not None:
+                self._changed("question.closed", found)
         return len(due)
 
     def _open(self, qid: str) -> Question:
@@ -243,7 +263,12 @@ class Broker:
         self._wake(qid)
         found = self.get(qid)
         assert found is not None
+        self._changed("question.closed", found)
         return found
+
+    def _changed(self, kind: str, question: Question) -> None:
+        if self.on_change is not None:
+            self.on_change(kind, question)
 
     def _wake(self, qid: str) -> None:
         event = self._events.pop(qid, None)

@@ -79,7 +79,17 @@ class NativeFirst:
             asked.server, method, shown, identity=None, routing="broker: no host could be asked"
         )
         log.info("%s asked %s; held by the broker as %s", asked.server, method, question.id)
-        return await self._broker.wait(question.id)
+        # Every caller waiting on the server hears of it: any of them may be the one.
+        for call in self._relay.calls_on(asked.server):
+            if call is not None and call.brokered is not None:
+                call.brokered(question)
+        try:
+            return await self._broker.wait(question.id)
+        except BaseException:
+            # Cancelled (the call ended, or the upstream withdrew the question): nobody
+            # is left to take an answer.
+            self._broker.withdraw(question.id)
+            raise
 
     def _owner(self, server: str) -> HostAsker | None:
         calls = self._relay.calls_on(server)

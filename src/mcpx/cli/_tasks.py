@@ -1,0 +1,56 @@
+"""``mcpx task``: calls that outlived the request that started them.
+
+A ``mcpx call`` that stopped on a question (exit 75) goes on in the daemon as a task;
+``mcpx task result ID`` waits for its end and prints what the call would have
+(same views and exit codes), ``mcpx task show ID`` its status. Still running after
+``--wait`` seconds: exit 75 again.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ._context import load_settings, settings_options
+from ._daemon import DaemonClient
+from ._ops import _fail, _show
+from ._relay import EX_TEMPFAIL
+
+__all__ = ["task_group"]
+
+
+@click.group("task")
+def task_group() -> None:
+    """Calls that go on after their request (a call that stopped on a question)."""
+
+
+@task_group.command("result")
+@click.argument("task_id", metavar="ID")
+@click.option("--wait", type=float, default=60.0, show_default=True, help="Seconds to wait.")
+@click.option("--json", "as_json", is_flag=True, help="Print the raw JSON response.")
+@settings_options
+def result(task_id: str, wait: float, as_json: bool, **params: object) -> None:
+    """Wait for a task's end and print its result as ``mcpx call`` would."""
+    client = DaemonClient(load_settings(params))
+    response = client.call("GET", f"/v1/tasks/{task_id}/result", params={"wait": wait})
+    if response.status_code >= 400:
+        _fail(response)
+    if response.status_code == 202:
+        doc = response.json()
+        click.echo(json.dumps(doc, indent=2) if as_json else f"task {task_id}: {doc['status']}")
+        click.echo(f"mcpx: task {task_id} is still running; try again later", err=True)
+        raise SystemExit(EX_TEMPFAIL)
+    _show("call", response.json(), as_json)
+
+
+@task_group.command("show")
+@click.argument("task_id", metavar="ID")
+@settings_options
+def show(task_id: str, **params: object) -> None:
+    """A task's status (and its outcome once it ended), as JSON."""
+    client = DaemonClient(load_settings(params))
+    response = client.call("GET", f"/v1/tasks/{task_id}")
+    if response.status_code >= 400:
+        _fail(response)
+    click.echo(json.dumps(response.json(), indent=2, ensure_ascii=False))

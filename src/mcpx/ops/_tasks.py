@@ -1,0 +1,222 @@
+"""Calls that outlive the request that started them: the daemon's task store.
+
+A call becomes a task when its caller may stop waiting before it ends: a 2026-07-28
+host that is answered ``input_required`` and comes back with its answers, or a CLI
+call that returns at once with a question nobody present can answer (exit 75).
+
+Invariants:
+
+- A task runs in the daemon's own task group, never in the request's: the request
+  that started it may end (answered, disconnected) and the call goes on.
+- Its outcome (a result, or an error as ``{code, message, data}``) is kept ``keep``
+  seconds after it finished (``proto.askTTL``), for ``/v1/tasks/{id}`` and
+  ``mcpx task result``; then it is forgotten.
+- Questions asked in-band (a 2026-07-28 host's ``inputRequests``) get keys by kind
+  and order (``elicitation-1``, ``sampling-1``, ``roots-1``), so a host that sends
+  ``inputResponses`` up front can name them; responses sent before the question was
+  asked are held until it is. A question nobody answers within ``keep`` seconds is
+  dismissed: ``cancel`` for an elicitation, an error for the others.
+- Questions held by the broker for the task's server are noted on the task, so a
+  caller that cannot be asked in-band (the CLI) can be told at once.
+- Waiters are woken by one event per change, replaced each time (no polling).
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+from anyio.abc import TaskGroup
+
+from mcpx.wire import InternalError, McpError
+
+__all__ = ["Task", "Tasks"]
+
+JSON = dict[str, Any]
+
+_KINDS: Final = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
+@dataclass
+class _InBand:
+    """One question put to the task's host inside an ``input_required`` answer."""
+
+    request: JSON
+    done: anyio.Event = field(default_factory=anyio.Event)
+    answer: JSON | None = None
+
+
+@dataclass
+class Task:
+    id: str
+    server: str
+    what: str
+    created: float = field(default_factory=time.time)
+    status: str = "working"
+    result: JSON | None = None
+    error: JSON | None = None
+    finished: float | None = None
+    # Where the call's progress and log lines go now: the request currently waiting
+    # on it (None between requests: dropped).
+    notify: Callable[[str, JSON], None] | None = None
+    brokered: list[Any] = field(default_factory=list)
+    _open: dict[str, _InBand] = field(default_factory=dict)
+    _held: dict[str, JSON] = field(default_factory=dict)
+    _asked: dict[str, itertools.count[int]] = field(default_factory=dict)
+    _changed: anyio.Event = field(default_factory=anyio.Event)
+    _scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+    @property
+    def done(self) -> bool:
+        return self.finished is not None
+
+    def open_requests(self) -> dict[str, JSON]:
+        """The in-band questions still waiting for an answer, by key."""
+        return {key: q.request for key, q in self._open.items() if q.answer is None}
+
+    def outcome(self) -> JSON:
+        """The call's result.
+
+        Raises:
+            McpError: the call failed (as it failed).
+        """
+        if self.error is not None:
+            raise McpError.from_error(self.error)
+        assert self.result is not None
+        return self.result
+
+    def give(self, responses: object, *, hold: bool) -> None:
+        """Answers from the host: to the open questions whose keys match; with ``hold``
+        (sent up front), the rest wait for the question they name. Others are ignored."""
+        if not isinstance(responses, Mapping):
+            return
+        for key, answer in responses.items():
+            if not isinstance(answer, Mapping):
+                continue
+            waiting = self._open.get(key)
+            if waiting is not None and waiting.answer is None:
+                waiting.answer = dict(answer)
+                waiting.done.set()
+            elif hold:
+                self._held[str(key)] = dict(answer)
+        self._change()
+
+    async def ask(self, method: str, params: JSON, ttl: float) -> JSON:
+        """Put one question to the host in-band; its answer (or a dismissal)."""
+        kind = _KINDS.get(method, "input")
+        key = f"{kind}-{next(self._asked.setdefault(kind, itertools.count(1)))}"
+        held = self._held.pop(key, None)
+        if held is not None:
+            return held
+        question = self._open[key] = _InBand({"method": method, "params": params})
+        self.status = "input_required"
+        self._change()
+        try:
+            with anyio.move_on_after(ttl):
+                await question.done.wait()
+        finally:
+            del self._open[key]
+            self.status = "working" if not self.done else self.status
+            self._change()
+        if question.answer is not None:
+            return question.answer
+        if method == "elicitation/create":
+            return {"action": "cancel"}  # dismissed without choosing
+        raise InternalError(f"nobody answered {method} within {ttl:g} s")
+
+    def note_brokered(self, question: Any) -> None:
+        self.brokered.append(question)
+        self._change()
+
+    async def changed(self, timeout: float | None = None) -> None:
+        """Until the task changes (a question, an answer, its end), or ``timeout``."""
+        event = self._changed
+        with anyio.move_on_after(timeout):
+            await event.wait()
+
+    def cancel(self) -> None:
+        self._scope.cancel()
+
+    def as_json(self) -> JSON:
+        out: JSON = {
+            "id": self.id,
+            "server": self.server,
+            "what": self.what,
+            "status": self.status,
+            "created": self.created,
+        }
+        if self.done:
+            out["finished"] = self.finished
+            out["result" if self.error is None else "error"] = self.result or self.error
+        if self.brokered:
+            out["questions"] = [getattr(q, "id", q) for q in self.brokered]
+        return out
+
+    def _change(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _finish(self, status: str, result: JSON | None, error: JSON | None) -> None:
+        self.status, self.result, self.error = status, result, error
+        self.finished = time.time()
+        self.notify = None
+        for question in self._open.values():
+            question.done.set()  # nobody is left to take their answers
+        self._change()
+
+
+class Tasks:
+    """The daemon's running and recently finished tasks."""
+
+    def __init__(self, group: TaskGroup, keep: float) -> None:
+        self._group = group
+        self._keep = keep
+        self._tasks: dict[str, Task] = {}
+
+    @property
+    def keep(self) -> float:
+        return self._keep
+
+    def start(self, server: str, what: str, run: Callable[[Task], Awaitable[JSON]]) -> Task:
+        """Run ``run(task)`` in the daemon's task group; the task, at once."""
+        self._prune()
+        task = Task(secrets.token_hex(8), server, what)
+        self._tasks[task.id] = task
+        self._group.start_soon(self._run, task, run, name=f"mcpx task {task.id}")
+        return task
+
+    def get(self, task_id: str) -> Task | None:
+        self._prune()
+        return self._tasks.get(task_id)
+
+    async def _run(self, task: Task, run: Callable[[Task], Awaitable[JSON]]) -> None:
+        with task._scope:
+            try:
+                result = await run(task)
+            except McpError as exc:
+                task._finish("failed", None, exc.to_error())
+                return
+            except Exception as exc:  # the boundary: a task's failure is its outcome
+                failed = InternalError(f"the call failed: {exc}")
+                task._finish("failed", None, failed.to_error())
+                return
+            task._finish("completed", result, None)
+        if not task.done:
+            cancelled = InternalError("the call was cancelled")
+            task._finish("cancelled", None, cancelled.to_error())
+
+    def _prune(self) -> None:
+        cutoff = time.time() - self._keep
+        for task_id in [
+            t.id for t in self._tasks.values() if t.finished is not None and t.finished < cutoff
+        ]:
+            del self._tasks[task_id]

@@ -1,0 +1,112 @@
+"""A call that stops on a question nobody present can answer returns at once (the CLI
+cannot be asked in-band) and goes on as a task; the answer through the broker lets it
+finish, and ``mcpx task result`` collects it.
+
+A real daemon with the official SDK's fixture server (1.23.3: ``ask`` elicits one
+string field ``answer``; ``slow`` sleeps), the real ``mcpx`` CLI as a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from support.daemon import Daemon, running_daemon, sdk_entry
+
+EX_TEMPFAIL = 75
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    servers = {
+        "sdk": sdk_entry("1.23.3"),
+        "demo": {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]},
+    }
+    with running_daemon(tmp_path_factory.mktemp("detached"), servers) as d:
+        yield d
+
+
+def _answer(daemon: Daemon, qid: str, content: dict[str, Any]) -> None:
+    with daemon.http() as api:
+        done = api.post(f"/v1/questions/{qid}/answer", json={"content": content})
+        assert done.status_code == 200, done.text
+
+
+def test_cli_call_returns_75_with_the_question_and_task_result_collects(daemon: Daemon) -> None:
+    asked = daemon.cli("call", "sdk", "ask", "question=deploy now?")
+    assert asked.returncode == EX_TEMPFAIL, asked.stderr
+    assert "sdk asks: sdk (via mcpx) asks: deploy now?" in asked.stderr
+    qid = re.search(r"mcpx elicit answer (\w+)", asked.stderr)
+    task = re.search(r"mcpx task result (\w+)", asked.stderr)
+    assert qid and task, asked.stderr
+    # Still running: the task waits on the question.
+    with daemon.http() as api:
+        shown = api.get(f"/v1/tasks/{task[1]}").json()
+        assert shown["status"] == "working" and shown["server"] == "sdk"
+        early = api.get(f"/v1/tasks/{task[1]}/result", params={"wait": 0})
+        assert early.status_code == 202
+    pending = daemon.cli("task", "result", task[1], "--wait", "0")
+    assert pending.returncode == EX_TEMPFAIL and "still running" in pending.stderr
+    _answer(daemon, qid[1], {"answer": "yes"})
+    collected = daemon.cli("task", "result", task[1])
+    assert collected.returncode == 0, collected.stderr
+    assert collected.stdout.strip() == "yes"
+    shown_json = json.loads(daemon.cli("task", "show", task[1]).stdout)
+    assert shown_json["status"] == "completed"
+    assert shown_json["result"]["content"][0]["text"] == "yes"
+
+
+def test_a_call_that_asks_nothing_answers_as_usual(daemon: Daemon) -> None:
+    with daemon.http() as api:
+        body = {"server": "sdk", "tool": "echo", "arguments": {"text": "hi"}}
+        r = api.post("/v1/call", json=body, headers={"Mcpx-Questions": "return"})
+    assert r.status_code == 200 and r.json()["content"][0]["text"] == "hi"
+
+
+def test_every_caller_waiting_on_the_shared_server_is_told(daemon: Daemon) -> None:
+    # A slow call in flight on the server, then one that asks: the question cannot be
+    # attributed, so it goes to the broker and both callers return with it.
+    replies: dict[str, httpx.Response] = {}
+
+    def call(name: str, tool: str, arguments: dict[str, Any]) -> None:
+        with daemon.http() as api:
+            body = {"server": "sdk", "tool": tool, "arguments": arguments}
+            replies[name] = api.post("/v1/call", json=body, headers={"Mcpx-Questions": "return"})
+
+    slow = threading.Thread(target=call, args=("slow", "slow", {"seconds": 3}))
+    slow.start()
+    with daemon.http() as api:
+        for _ in range(100):  # bounded: the slow call is in flight within a second
+            servers = api.get("/v1/servers").json()["servers"]
+            busy = [i for s in servers if s["name"] == "sdk" for i in s["instances"]]
+            if any(i.get("inFlight") for i in busy):
+                break
+            slow.join(timeout=0.05)
+    call("ask", "ask", {"question": "which?"})
+    slow.join(timeout=30)
+    assert replies["ask"].status_code == 202
+    assert replies["slow"].status_code == 202, replies["slow"].text
+    [question] = replies["ask"].json()["questions"]
+    assert replies["slow"].json()["questions"][0]["id"] == question["id"]
+    assert question["routing"].startswith("broker")
+    _answer(daemon, question["id"], {"answer": "this"})
+    with daemon.http() as api:
+        for name, text in (("ask", "this"), ("slow", "slept 3.0")):
+            task = replies[name].json()["task"]["id"]
+            done = api.get(f"/v1/tasks/{task}/result").json()
+            assert done["content"][0]["text"] == text, done
+
+
+def test_unknown_task_is_404(daemon: Daemon) -> None:
+    with daemon.http() as api:
+        r = api.get("/v1/tasks/nope")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_task"
+    shown = daemon.cli("task", "result", "nope")
+    assert shown.returncode == 4 and "no task 'nope'" in shown.stderr
