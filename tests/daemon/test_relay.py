@@ -47,11 +47,10 @@ def _session(mcp: httpx.Client, rev: str) -> dict[str, str]:
     params["clientInfo"] = {"name": "t", "version": "1"}
     r = mcp.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
     assert "logging" in r.json()["result"]["capabilities"]
-    return {
-        "Mcp-Session-Id": r.headers["mcp-session-id"],
-        "MCP-Protocol-Version": rev,
-        "Accept": BOTH,
-    }
+    headers = {"Mcp-Session-Id": r.headers["mcp-session-id"], "Accept": BOTH}
+    if rev >= "2025-06-18":  # the header exists from 2025-06-18 on
+        headers["MCP-Protocol-Version"] = rev
+    return headers
 
 
 def _check_progress(frames: list[dict[str, Any]], token: object, steps: int) -> None:
@@ -63,8 +62,22 @@ def _check_progress(frames: list[dict[str, Any]], token: object, steps: int) -> 
     assert values[-1] == steps == progress[-1]["total"]  # the final one always arrives
 
 
-@pytest.mark.parametrize("rev", ["2025-06-18", "2025-11-25"])
-def test_legacy_host_gets_progress_and_logs_on_the_call_stream(daemon: Daemon, rev: str) -> None:
+@pytest.fixture(scope="module")
+def oldest_first(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    # 2024-11-05 first and strict (--mcp-spec 2024-11-05): its hosts get progress without
+    # the message field its schema lacks. By default they get it (a recorded reading).
+    servers = {"demo": {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}}
+    settings = {"spec.first": "2024-11-05"}
+    with running_daemon(tmp_path_factory.mktemp("relay-oldest"), servers, settings) as d:
+        yield d
+
+
+@pytest.mark.parametrize("rev", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+def test_legacy_host_gets_progress_and_logs_on_the_call_stream(
+    daemon: Daemon, oldest_first: Daemon, rev: str
+) -> None:
+    if rev == "2024-11-05":
+        daemon = oldest_first
     with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
         headers = _session(mcp, rev)
         level = {
@@ -82,6 +95,8 @@ def test_legacy_host_gets_progress_and_logs_on_the_call_stream(daemon: Daemon, r
         }
         frames = _events(mcp.post("/mcp", json=call, headers=headers))
         _check_progress(frames, "tok", 4)
+        progress = [f["params"] for f in frames if f.get("method") == "notifications/progress"]
+        assert all(("message" in p) == (rev != "2024-11-05") for p in progress), progress
         logs = [f["params"] for f in frames if f.get("method") == "notifications/message"]
         assert any("slow: slept" in str(m["data"]) for m in logs), frames
         assert frames[-1]["id"] == 3 and "slept" in frames[-1]["result"]["content"][0]["text"]

@@ -43,9 +43,23 @@ def _call(
     return peer.request(rid, "tools/call", params, timeout=60, **kw)
 
 
-def test_progress_and_log_lines_come_on_the_pipe(daemon: Daemon) -> None:
+@pytest.fixture(scope="module")
+def oldest_first(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    # 2024-11-05 first and strict: progress without the message its schema lacks.
+    servers = {"demo": {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}}
+    settings = {"spec.first": "2024-11-05"}
+    with running_daemon(tmp_path_factory.mktemp("serve-oldest"), servers, settings) as d:
+        yield d
+
+
+@pytest.mark.parametrize("rev", ["2024-11-05", "2025-03-26", "2025-06-18", REV])
+def test_progress_and_log_lines_come_on_the_pipe(
+    daemon: Daemon, oldest_first: Daemon, rev: str
+) -> None:
+    if rev == "2024-11-05":
+        daemon = oldest_first
     with _host(daemon) as peer:
-        peer.initialize(REV)
+        peer.initialize(rev)
         assert peer.request(1, "logging/setLevel", {"level": "info"})["result"] == {}
         reply = _call(
             peer, 2, "demo", "slow", {"seconds": 0.3, "steps": 3}, meta={"progressToken": "t"}
@@ -56,6 +70,7 @@ def test_progress_and_log_lines_come_on_the_pipe(daemon: Daemon) -> None:
         ]
         assert [p["progress"] for p in progress] == [1, 2, 3]
         assert {p["progressToken"] for p in progress} == {"t"}
+        assert all(("message" in p) == (rev != "2024-11-05") for p in progress), progress
         logs = [n["params"] for n in peer.notifications if n["method"] == "notifications/message"]
         assert any("slept" in str(m["data"]) for m in logs)
 

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import anyio
 from anyio.abc import TaskGroup
@@ -65,6 +65,10 @@ class _Pending:
             self.done.set()
 
 
+# How often a call whose budget is paused looks whether the pause ended.
+_PAUSE_LOOK: Final = 0.25
+
+
 class Connection:
     """Requests out, answers in, for one upstream connection."""
 
@@ -88,6 +92,11 @@ class Connection:
         self._pending: dict[wire.RequestId, _Pending] = {}
         self._abandoned: deque[wire.RequestId] = deque(maxlen=_ABANDONED_MEMORY)
         self._answering: dict[wire.RequestId, anyio.CancelScope] = {}
+        # Questions of the upstream's being answered now, and the time they paused
+        # its calls' budgets (pool.callTimeout pauses while one is pending).
+        self._asking = 0
+        self._paused = 0.0
+        self._pause_start = 0.0
         self.broken: str | None = None
         self.broken_event = anyio.Event()  # set once, when the connection is over
         # Whether cancelling closes the response stream (2026-07-28 HTTP) rather
@@ -127,8 +136,7 @@ class Connection:
         self._pending[rid] = pending
         try:
             await self._send(wire.request(rid, method, params), headers)
-            with anyio.fail_after(timeout):
-                await pending.done.wait()
+            await self._wait(pending, timeout)
         except TimeoutError:
             await self._cancel(rid, f"no answer within {timeout:g}s", cancellable)
             raise UpstreamTimeout(
@@ -143,6 +151,32 @@ class Connection:
         finally:
             self._pending.pop(rid, None)
         return self._unwrap(pending)
+
+    async def _wait(self, pending: _Pending, timeout: float | None) -> None:
+        """Until ``pending`` is answered; ``timeout`` seconds of it, not counting the
+        time the upstream's questions were pending (someone was being asked: that is
+        not the upstream being slow).
+
+        Raises:
+            TimeoutError: the budget ran out.
+        """
+        if timeout is None:
+            await pending.done.wait()
+            return
+        budget = timeout
+        while budget > 0 or self._asking:
+            started, paused = anyio.current_time(), self.paused()
+            # Paused: look again now and then, as the pause may end at any moment.
+            with anyio.move_on_after(_PAUSE_LOOK if self._asking else budget):
+                await pending.done.wait()
+                return
+            budget -= (anyio.current_time() - started) - (self.paused() - paused)
+        raise TimeoutError
+
+    def paused(self) -> float:
+        """Seconds so far during which a question of the upstream's was pending."""
+        ongoing = anyio.current_time() - self._pause_start if self._asking else 0.0
+        return self._paused + ongoing
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification.
@@ -251,6 +285,11 @@ class Connection:
     async def _answer(self, frame: dict[str, Any]) -> None:
         rid, method = frame["id"], frame["method"]
         reply: dict[str, Any] | None = None
+        asking = method != "ping"
+        if asking:
+            if not self._asking:
+                self._pause_start = anyio.current_time()
+            self._asking += 1
         with anyio.CancelScope() as scope:
             self._answering[rid] = scope
             try:
@@ -264,6 +303,10 @@ class Connection:
                 reply = wire.error(rid, wire.InternalError(f"mcpx could not answer: {exc}"))
             finally:
                 self._answering.pop(rid, None)
+                if asking:
+                    self._asking -= 1
+                    if not self._asking:
+                        self._paused += anyio.current_time() - self._pause_start
         if reply is not None and not scope.cancelled_caught and self.broken is None:
             try:
                 await self._send(reply, answering=method)

@@ -20,6 +20,7 @@ import anyio
 
 from mcpx import spec, wire
 from mcpx.ops import HostAsker
+from mcpx.spec import MODERN
 from mcpx.wire import InternalError, McpError
 
 from ._conn import Conn
@@ -60,6 +61,10 @@ def _spelled(method: str, params: JSON, rev: str) -> JSON:
     if method != "elicitation/create":
         return params
     out = dict(params)
+    if rev in MODERN:
+        # A url elicitation's id correlates a later completion notification, which a
+        # 2026-07-28 host (asked in-band, never notified) has no use for.
+        out.pop("elicitationId", None)
     # A form elicitation names no mode before url mode existed (2025-11-25).
     if out.get("mode") == "form" and not spec.defined(
         "capability", "elicitation.form", rev, "client"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -28,6 +29,7 @@ from mcpx.spec import MODERN
 from mcpx.wire import InvalidParams, InvalidRequest, McpError, MethodNotFound
 
 from . import _passthrough as passthrough
+from . import _rounds as rounds
 from . import _subscriptions as subscriptions
 from . import _surface as surface
 from ._asking import host_asker
@@ -153,8 +155,16 @@ async def _answer(
         # A 2026-07-28 host is never sent a request (its stdio transport forbids it).
         asker=None if ask is None or rev in MODERN else host_asker(view, rev, ask),
     )
+    call = _Call(method, params, view, per_request, settings, rev, frame["id"])
+    if rev in MODERN and rounds.in_rounds(per_request, view, method, params):
+        # It may outlive this request (answered input_required): a task of its own,
+        # which releases the request's scope when the call ends.
+        release = None if identity is not None else partial(ctx.pool.release, scope)
+        result = await rounds.answer(
+            per_request, view, method, params, lambda c: handler(replace(call, ctx=c)), release
+        )
+        return _spelled(method, result, rev, ctx, settings)
     try:
-        call = _Call(method, params, view, per_request, settings, rev, frame["id"])
         result = await handler(call)
     finally:
         if identity is None:

@@ -1,0 +1,174 @@
+"""2026-07-28 hosts asked in-band: an upstream's question as an ``input_required`` round.
+
+A 2026-07-28 host is never sent a request. When an upstream asks mid-call (a legacy
+server's ``elicitation/create``, ``sampling/createMessage``, ``roots/list``, or a modern
+one's ``input_required``), the host's request is answered ``input_required`` with the
+question under a key of mcpx's, and a signed ``requestState``; the host retries the
+same request with ``inputResponses`` and that state, and the call resumes.
+
+Invariants:
+
+- The call runs as a daemon task (``mcpx.ops._tasks``), so it outlives the request
+  that is answered ``input_required``; its scope (a per-request one) is released when
+  the call ends, not when that request does. Only a host that declared something it
+  can be asked (elicitation, sampling, roots), or that brings ``inputResponses`` or a
+  ``requestState``, takes this path: any other call runs inside its request.
+- mcpx's states read ``mcpx1.<payload>.<signature>`` (``questions.StateSigner``): bound
+  to the request, expiring (``proto.stateTTL``), counting rounds (``proto.askRounds``).
+  A state that fails is refused saying which check failed; one for a call that is over
+  and forgotten too. A state that is not mcpx's goes to a pass-through server as it
+  came (its own, from its own ``input_required``); with none, it is refused.
+- ``inputResponses`` sent up front are held until the question they name is asked;
+  on a retry they answer the open questions whose keys match, others are ignored.
+- A request is held at most ``proto.askTimeout`` waiting for the call to end or ask;
+  then it is answered ``input_required`` with only a fresh state, and the host's retry
+  goes on waiting (the call never stops because a request ended).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+
+from mcpx.questions import StateError
+from mcpx.wire import InvalidRequest
+
+from . import _passthrough as passthrough
+from ._asking import host_asker
+from ._conn import Conn
+
+if TYPE_CHECKING:
+    from mcpx.ops import OpContext
+    from mcpx.ops._tasks import Task
+
+__all__ = ["ASKING", "in_rounds"]
+
+JSON = dict[str, Any]
+
+# The requests a server may answer input_required (SEP-2322).
+ASKING: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+_PREFIX: Final = "mcpx1."
+_ASKABLE: Final = ("elicitation", "sampling", "roots")
+
+
+def in_rounds(ctx: OpContext, view: Conn, method: str, params: Mapping[str, Any]) -> bool:
+    """Whether this 2026-07-28 request is served in rounds (else inside the request)."""
+    if ctx.tasks is None or ctx.signer is None or method not in ASKING:
+        return False
+    if "requestState" in params or "inputResponses" in params:
+        return True
+    return any(view.declared(kind) for kind in _ASKABLE)
+
+
+async def answer(
+    ctx: OpContext,
+    view: Conn,
+    method: str,
+    params: Mapping[str, Any],
+    run: Callable[[OpContext], Awaitable[JSON]],
+    release: Callable[[], Awaitable[object]] | None,
+) -> JSON:
+    """The request's answer: the call's result, or ``input_required`` with its questions.
+
+    ``run`` serves the request under a context; ``release`` ends its scope (None: the
+    scope is the host's own and outlives the call).
+    """
+    state = params.get("requestState")
+    if state is not None and not (isinstance(state, str) and state.startswith(_PREFIX)):
+        if passthrough.servers(ctx):
+            return await _inline(ctx, run, release)  # the upstream's own state
+        raise StateError("malformed", "not a requestState mcpx issued")
+    rounds = 0
+    if state is None:
+        task = _start(ctx, view, method, params, run, release)
+        task.give(params.get("inputResponses"), hold=True)
+    else:
+        issued = ctx.signer.verify(state[len(_PREFIX) :], method, params)
+        found = ctx.tasks.get(issued.call)
+        if found is None:
+            raise StateError(
+                "over", "the call it resumes is over and forgotten; send the request again"
+            )
+        task, rounds = found, issued.rounds
+        task.give(params.get("inputResponses"), hold=False)
+    task.notify = ctx.notify
+    try:
+        with anyio.move_on_after(float(ctx.settings["proto.askTimeout"])):
+            while not task.done and not task.open_requests():
+                await task.changed()
+    finally:
+        task.notify = None  # until the host comes back, the call runs on alone
+    if task.done:
+        return task.outcome()
+    if rounds >= int(ctx.settings["proto.askRounds"]):
+        task.cancel()
+        raise InvalidRequest(
+            f"the call came back asking more than {rounds} times (proto.askRounds); stopped"
+        )
+    out: JSON = {
+        "resultType": "input_required",
+        "requestState": _PREFIX + ctx.signer.issue(task.id, method, params, rounds + 1),
+    }
+    if requests := task.open_requests():
+        out["inputRequests"] = requests
+    return out
+
+
+def _start(
+    ctx: OpContext,
+    view: Conn,
+    method: str,
+    params: Mapping[str, Any],
+    run: Callable[[OpContext], Awaitable[JSON]],
+    release: Callable[[], Awaitable[object]] | None,
+) -> Task:
+    ttl = float(ctx.settings["proto.askTTL"])
+
+    async def running(task: Task) -> JSON:
+        def ask(question: str, question_params: JSON) -> Awaitable[JSON]:
+            return task.ask(question, question_params, ttl)
+
+        def notify(note: str, note_params: JSON) -> None:
+            if task.notify is not None:
+                task.notify(note, note_params)
+
+        asker = host_asker(view, view.revision or "", ask)
+        try:
+            return await run(replace(ctx, asker=asker, notify=notify))
+        finally:
+            if release is not None:
+                with anyio.CancelScope(shield=True):
+                    await release()
+
+    task: Task = ctx.tasks.start(_server_of(method, params), _what(method, params), running)
+    return task
+
+
+async def _inline(
+    ctx: OpContext,
+    run: Callable[[OpContext], Awaitable[JSON]],
+    release: Callable[[], Awaitable[object]] | None,
+) -> JSON:
+    try:
+        return await run(ctx)
+    finally:
+        if release is not None:
+            with anyio.CancelScope(shield=True):
+                await release()
+
+
+def _server_of(method: str, params: Mapping[str, Any]) -> str:
+    arguments = params.get("arguments")
+    if method == "tools/call" and isinstance(arguments, Mapping):
+        server = arguments.get("server")
+        if isinstance(server, str):
+            return server
+    return ""
+
+
+def _what(method: str, params: Mapping[str, Any]) -> str:
+    name = params.get("name", params.get("uri", ""))
+    return f"{method} {name}".strip()

@@ -1,0 +1,140 @@
+"""A 2026-07-28 host asked in-band: an upstream's question comes back as ``input_required``.
+
+Real daemon, real upstreams (the official SDK's fixture server: 1.23.3, a legacy server
+that sends ``elicitation/create`` mid-call; 2.3.0, a modern one that answers
+``input_required`` itself), a host speaking 2026-07-28 over /mcp. Every frame the
+daemon sent is checked strictly against 2026-07-28 at teardown.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from support.daemon import Daemon, running_daemon, sdk_entry
+
+MODERN = "2026-07-28"
+HEADERS = {
+    "MCP-Protocol-Version": MODERN,
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "mcpx_call",
+    "Accept": "application/json, text/event-stream",
+}
+ANSWER = {"action": "accept", "content": {"answer": "blue"}}
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    servers = {"legacy": sdk_entry("1.23.3"), "modern": sdk_entry("2.3.0")}
+    settings = {"proto.stateTTL": "3s"}
+    with running_daemon(tmp_path_factory.mktemp("rounds"), servers, settings) as d:
+        yield d
+
+
+def _params(server: str, question: str, caps: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": caps,
+    }
+    args = {"server": server, "tool": "ask", "arguments": {"question": question}}
+    return {"name": "mcpx_call", "arguments": args, "_meta": meta, **extra}
+
+
+def _post(mcp: httpx.Client, params: dict[str, Any], rid: int = 1) -> dict[str, Any]:
+    frame = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+    r = mcp.post("/mcp", json=frame, headers=HEADERS)
+    assert r.headers["content-type"].startswith("application/json"), r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+@pytest.mark.parametrize("server", ["legacy", "modern"])
+def test_question_comes_back_input_required_and_the_retry_resumes(
+    daemon: Daemon, server: str
+) -> None:
+    with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
+        params = _params(server, "colour?", {"elicitation": {}})
+        first = _post(mcp, params)["result"]
+        assert first["resultType"] == "input_required"
+        [(key, request)] = first["inputRequests"].items()
+        assert key == "elicitation-1" and request["method"] == "elicitation/create"
+        assert request["params"]["message"] == f"{server} (via mcpx) asks: colour?"
+        assert "elicitationId" not in request["params"]
+        state = first["requestState"]
+        assert state.startswith("mcpx1.")
+        again = {**params, "inputResponses": {key: ANSWER}, "requestState": state}
+        done = _post(mcp, again, rid=2)["result"]
+        assert done["resultType"] == "complete"
+        assert done["content"][0]["text"] == "blue"
+
+
+def test_responses_sent_up_front_are_held_until_asked(daemon: Daemon) -> None:
+    with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
+        ahead = {"elicitation-1": ANSWER, "sampling-9": {"unused": True}}  # unknown: ignored
+        params = _params("legacy", "now?", {"elicitation": {}}, inputResponses=ahead)
+        done = _post(mcp, params)["result"]
+        assert done["resultType"] == "complete" and done["content"][0]["text"] == "blue"
+
+
+def _refusal(reply: dict[str, Any]) -> str:
+    error = reply["error"]
+    assert error["code"] == -32602, error
+    reason: str = error["data"]["reason"]
+    return reason
+
+
+def test_states_that_are_not_for_this_request_are_refused(daemon: Daemon) -> None:
+    with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
+        params = _params("legacy", "which?", {"elicitation": {}})
+        state = _post(mcp, params)["result"]["requestState"]
+        answers = {"elicitation-1": ANSWER}
+        # Altered: the signature no longer matches.
+        body, signature = state.rsplit(".", 1)
+        tampered = body[:-2] + ("AA" if body[-2:] != "AA" else "BB") + "." + signature
+        reply = _post(mcp, {**params, "inputResponses": answers, "requestState": tampered}, 2)
+        assert _refusal(reply) == "tampered"
+        # Replayed on another request: the binding differs.
+        other = _params("legacy", "another question", {"elicitation": {}})
+        reply = _post(mcp, {**other, "inputResponses": answers, "requestState": state}, 3)
+        assert _refusal(reply) == "other-request"
+        assert "another request" in reply["error"]["message"]
+        # Not mcpx's at all, and no pass-through server it could belong to.
+        reply = _post(mcp, {**params, "requestState": "opaque"}, 4)
+        assert _refusal(reply) == "malformed"
+        # Expired (proto.stateTTL is 3 s here).
+        time.sleep(3.5)
+        reply = _post(mcp, {**params, "inputResponses": answers, "requestState": state}, 5)
+        assert _refusal(reply) == "expired"
+
+
+def test_a_host_that_declared_nothing_askable_is_served_inside_its_request(
+    daemon: Daemon,
+) -> None:
+    # No elicitation declared: nothing comes back input_required; the broker holds the
+    # question and the request waits for its answer.
+    import threading
+
+    replies: list[dict[str, Any]] = []
+
+    def call() -> None:
+        with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
+            replies.append(_post(mcp, _params("legacy", "held?", {})))
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    with daemon.http() as api:
+        pending: list[dict[str, Any]] = []
+        for _ in range(200):  # bounded: the question reaches the broker within seconds
+            pending = [q for q in api.get("/v1/questions").json()["questions"]]
+            if pending:
+                break
+            caller.join(timeout=0.05)
+        [question] = pending
+        assert question["params"]["message"] == "legacy (via mcpx) asks: held?"
+        api.post(f"/v1/questions/{question['id']}/answer", json={"content": {"answer": "ok"}})
+    caller.join(timeout=30)
+    assert replies and replies[0]["result"]["content"][0]["text"] == "ok"
