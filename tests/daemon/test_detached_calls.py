@@ -110,3 +110,20 @@ def test_unknown_task_is_404(daemon: Daemon) -> None:
     assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_task"
     shown = daemon.cli("task", "result", "nope")
     assert shown.returncode == 4 and "no task 'nope'" in shown.stderr
+
+
+def test_a_declined_sampling_question_is_an_error_upstream(daemon: Daemon) -> None:
+    # Only an elicitation has an action: a sampling request declined through the broker
+    # reaches the server as a JSON-RPC error, not as a malformed CreateMessageResult.
+    with daemon.http() as api:
+        body = {"server": "sdk", "tool": "sample", "arguments": {"prompt": "6 x 7?"}}
+        parked = api.post("/v1/call", json=body, headers={"Mcpx-Questions": "return"})
+        assert parked.status_code == 202, parked.text
+        [question] = parked.json()["questions"]
+        assert question["method"] == "sampling/createMessage"
+        assert api.post(f"/v1/questions/{question['id']}/decline").status_code == 200
+        task = parked.json()["task"]["id"]
+        done = api.get(f"/v1/tasks/{task}/result").json()
+    assert done["isError"] is True
+    text = done["content"][0]["text"]
+    assert "declined" in text and "Field required" not in text, text

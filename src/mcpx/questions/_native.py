@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mcpx import spec
 from mcpx.client import Asked
-from mcpx.wire import MethodNotFound
+from mcpx.wire import McpError, MethodNotFound
 
 from ._broker import Broker
 
@@ -84,12 +84,18 @@ class NativeFirst:
             if call is not None and call.brokered is not None:
                 call.brokered(question)
         try:
-            return await self._broker.wait(question.id)
+            outcome = await self._broker.wait(question.id)
         except BaseException:
             # Cancelled (the call ended, or the upstream withdrew the question): nobody
             # is left to take an answer.
             self._broker.withdraw(question.id)
             raise
+        if method != "elicitation/create" and outcome.get("action") in ("decline", "cancel"):
+            # Only an elicitation has an action; declining anything else is an error
+            # (the spec's example for a user who rejected sampling uses -1).
+            how = "declined" if outcome["action"] == "decline" else "dismissed (cancel)"
+            raise McpError(f"{method} was {how} through mcpx's broker", code=-1)
+        return outcome
 
     def _owner(self, server: str) -> HostAsker | None:
         calls = self._relay.calls_on(server)
