@@ -115,6 +115,11 @@ class Questions:
                 await waiting.done.wait()
         except TimeoutError:
             raise InternalError(f"the client did not answer {method} in {timeout:g} s") from None
+        except anyio.get_cancelled_exc_class():
+            # Withdrawn (the upstream cancelled its question, or the call ended): the
+            # client is told to stop asking its user; its late answer is ignored.
+            send(wire.notification("notifications/cancelled", {"requestId": rid}))
+            raise
         finally:
             self._waiting.pop(rid, None)
         if "error" in waiting.reply:
