@@ -132,3 +132,47 @@ def test_a_question_nobody_present_can_answer_waits_in_the_broker(daemon: Daemon
         assert again.status_code == 409
     caller.join(timeout=30)
     assert result and result[0].json()["result"]["content"][0]["text"] == "yes"
+
+
+@pytest.fixture(scope="module")
+def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    entry = {**sdk_entry("1.23.3"), "scope": "identity"}
+    with running_daemon(tmp_path_factory.mktemp("questions-scoped"), {"sdk": entry}) as d:
+        yield d
+
+
+def test_attribution_is_per_instance_of_an_identity_scoped_server(scoped: Daemon) -> None:
+    # Host A's slow call is in flight on its own instance; host B's question comes from
+    # B's instance, where B's call is the only one: it is B's, asked natively. A never
+    # sees it (on a shared server it would have gone to the broker).
+    slow_seen: list[dict[str, Any]] = []
+
+    def slow_host() -> None:
+        with httpx.Client(base_url=scoped.info["url"], timeout=30) as mcp:
+            headers = _session(mcp, {"elicitation": {}})
+            call = {**_call("slow", {"seconds": 3}), "id": 9}
+            with mcp.stream("POST", "/mcp", json=call, headers={**headers, "Accept": BOTH}) as r:
+                for line in r.iter_lines():
+                    if line.startswith("data: "):
+                        slow_seen.append(json.loads(line[len("data: ") :]))
+            if not slow_seen:  # answered as plain JSON: nothing was streamed
+                slow_seen.append({})
+
+    a = threading.Thread(target=slow_host)
+    a.start()
+    with scoped.http() as api:
+        for _ in range(200):  # bounded: A's call is in flight within seconds
+            servers = api.get("/v1/servers").json()["servers"]
+            if any(i.get("inFlight") for s in servers for i in s["instances"]):
+                break
+            a.join(timeout=0.05)
+    reply = {"result": {"action": "accept", "content": {"answer": "mine"}}}
+    seen, final = _ask_and_answer(
+        scoped, {"elicitation": {}}, _call("ask", {"question": "b?"}), reply
+    )
+    a.join(timeout=30)
+    assert seen[0]["method"] == "elicitation/create"
+    assert final["result"]["content"][0]["text"] == "mine"
+    assert not [f for f in slow_seen if f.get("method") == "elicitation/create"], slow_seen
+    with scoped.http() as api:
+        assert api.get("/v1/questions").json()["questions"] == []

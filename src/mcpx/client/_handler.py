@@ -20,11 +20,13 @@ __all__ = ["Asked", "DeclineEverything", "QuestionHandler"]
 
 @dataclass(frozen=True)
 class Asked:
-    """Where a question came from: which server, in which era, on which call."""
+    """Where a question came from: which server, in which era, on which call, and on
+    which of the server's instances (the pool's scope key; "" for the shared one)."""
 
     server: str
     revision: str
     call_id: str | int | None = None
+    scope: str = ""
 
 
 class QuestionHandler(Protocol):

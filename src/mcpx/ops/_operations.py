@@ -183,8 +183,10 @@ async def request_for_caller(
     meta: dict[str, Any] = {k: caller[k] for k in TRACE_KEYS if k in caller}
     meta |= params.get("_meta") or {}
     level = more_verbose(ctx.log_level, str(ctx.settings["log.level"]))
+    config = ctx.pool.servers.get(server)
+    scope = ctx.pool.scope_key(config, ctx.identity) if config is not None else ""
     with (
-        ctx.relay.call(server, ctx.notify, caller, ctx.log_level, ctx.asker) as token,
+        ctx.relay.call(server, ctx.notify, caller, ctx.log_level, ctx.asker, scope) as token,
         _reported(ctx, server, method, params) as outcome,
     ):
         if token is not None:

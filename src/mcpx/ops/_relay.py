@@ -56,6 +56,7 @@ def more_verbose(*levels: str | None) -> str | None:
 @dataclass
 class _Call:
     server: str
+    scope: str
     notify: Notify
     level: str | None
     host_token: str | int | None
@@ -82,12 +83,14 @@ class Relay:
         meta: Mapping[str, Any] | None,
         level: str | None,
         asker: HostAsker | None = None,
+        scope: str = "",
     ) -> Iterator[str | None]:
-        """Register one call for its duration; yields the upstream progress token
-        (None when the host asked for no progress or cannot be told)."""
+        """Register one call for its duration, on the instance of ``server`` for the
+        pool's ``scope`` key; yields the upstream progress token (None when the host
+        asked for no progress or cannot be told)."""
         n = next(self._ids)
         host_token = meta.get("progressToken") if meta is not None else None
-        entry = _Call(server, notify or _nobody, level, host_token, asker)
+        entry = _Call(server, scope, notify or _nobody, level, host_token, asker)
         if notify is None:
             host_token = None  # nobody to tell: no progress asked for upstream
         token = f"mcpx-{n}" if isinstance(host_token, str | int) else None
@@ -101,9 +104,10 @@ class Relay:
             if token is not None:
                 self._by_token.pop(token, None)
 
-    def calls_on(self, server: str) -> list[HostAsker | None]:
-        """The calls in flight on ``server`` (each with how its host can be asked)."""
-        return [c.asker for c in self._calls.values() if c.server == server]
+    def calls_on(self, server: str, scope: str = "") -> list[HostAsker | None]:
+        """The calls in flight on ``server``'s instance for ``scope`` (each with how its
+        host can be asked)."""
+        return [c.asker for c in self._calls.values() if c.server == server and c.scope == scope]
 
     def upstream_notified(self, server: str, method: str, params: Mapping[str, Any]) -> int:
         """Relay one upstream notification; how many hosts were told."""

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
 
 from mcpx import wire
-from mcpx.client import EraCache, Hooks, QuestionHandler, Session, UpstreamError, open_session
+from mcpx.client import (
+    Asked,
+    EraCache,
+    Hooks,
+    QuestionHandler,
+    Session,
+    UpstreamError,
+    open_session,
+)
 from mcpx.config import ServerConfig, Settings
 
 __all__ = ["Instance"]
@@ -42,7 +51,8 @@ class Instance:
         self.settings = settings
         self._cache = cache
         self._hooks = hooks
-        self._handler = handler
+        # Questions are told which instance asked: attribution is per scope key.
+        self._handler = None if handler is None else _Scoped(handler, scope_key)
         self.session: Session | None = None
         self.state = "starting"
         self.error: str | None = None
@@ -205,3 +215,17 @@ def _list_changes(session: Session) -> dict[str, Any]:
         for kind, flag in _LIST_FLAGS.items()
         if isinstance(caps.get(kind), dict) and caps[kind].get("listChanged") is True
     }
+
+
+@dataclass(frozen=True)
+class _Scoped:
+    """The daemon's question handler, told the scope key of the instance that asks."""
+
+    inner: QuestionHandler
+    scope_key: str
+
+    def capabilities(self, revision: str) -> dict[str, Any]:
+        return self.inner.capabilities(revision)
+
+    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+        return await self.inner.answer(method, params, replace(asked, scope=self.scope_key))

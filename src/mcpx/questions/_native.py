@@ -5,9 +5,10 @@ Invariants:
 - One function for both eras: a legacy server's request on the wire and a modern
   server's ``input_required`` round reach ``answer`` alike (the client calls it).
 - A question belongs to a call only when that call is the only one in flight on the
-  server (the relay's calls against the pool's in-flight count): with two, attribution
-  is a guess, and one client's question must never reach another. Unattributed, it goes
-  to the broker.
+  instance that asked, its (server, scope key) (the relay's calls against the pool's
+  in-flight count for the key): with two, attribution is a guess, and one client's
+  question must never reach another. Unattributed, it goes to the broker, and every
+  caller waiting on that instance hears of it.
 - The owning host is asked natively only if it declared what the question needs (form
   or url elicitation, sampling, roots) and its connection can be asked; otherwise the
   broker keeps it until someone answers, declines or it expires (as cancel).
@@ -69,7 +70,7 @@ class NativeFirst:
         if method not in ASKABLE:
             raise MethodNotFound(f"mcpx does not answer {method}")
         shown = _shown(method, params, asked.server)
-        owner = self._owner(asked.server)
+        owner = self._owner(asked.server, asked.scope)
         if owner is not None and owner.can(method, shown):
             log.info("%s asks its caller: %s", asked.server, method)
             return await owner.ask(method, shown)
@@ -80,7 +81,7 @@ class NativeFirst:
         )
         log.info("%s asked %s; held by the broker as %s", asked.server, method, question.id)
         # Every caller waiting on the server hears of it: any of them may be the one.
-        for call in self._relay.calls_on(asked.server):
+        for call in self._relay.calls_on(asked.server, asked.scope):
             if call is not None and call.brokered is not None:
                 call.brokered(question)
         try:
@@ -97,10 +98,15 @@ class NativeFirst:
             raise McpError(f"{method} was {how} through mcpx's broker", code=-1)
         return outcome
 
-    def _owner(self, server: str) -> HostAsker | None:
-        calls = self._relay.calls_on(server)
+    def _owner(self, server: str, scope: str) -> HostAsker | None:
+        # The calls registered on this instance against the requests in flight on it.
+        calls = self._relay.calls_on(server, scope)
         pool = self._pool()
-        in_flight = sum(i.in_flight for i in pool.instances(server)) if pool else len(calls)
+        in_flight = (
+            sum(i.in_flight for i in pool.instances(server) if i.scope_key == scope)
+            if pool
+            else len(calls)
+        )
         if len(calls) == 1 and in_flight <= 1:
             return calls[0]
         return None
