@@ -127,3 +127,30 @@ def test_a_declined_sampling_question_is_an_error_upstream(daemon: Daemon) -> No
     assert done["isError"] is True
     text = done["content"][0]["text"]
     assert "declined" in text and "Field required" not in text, text
+
+
+def test_a_question_pending_across_a_restart_is_answered_once_when_asked_again(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # The broker is durable: a question left pending by a daemon that stopped stays
+    # listed (its asker is gone, and it says so) and answerable; the same call run
+    # again after the restart takes the answer without asking twice, once.
+    tmp = tmp_path_factory.mktemp("restart")
+    servers = {"sdk": sdk_entry("1.23.3")}
+    with running_daemon(tmp, servers) as first:
+        asked = first.cli("call", "sdk", "ask", "question=after restart?")
+        assert asked.returncode == EX_TEMPFAIL, asked.stderr
+        qid = re.search(r"mcpx elicit answer (\w+)", asked.stderr)
+        assert qid, asked.stderr
+    with running_daemon(tmp, servers) as second:
+        with second.http() as api:
+            [left] = api.get("/v1/questions").json()["questions"]
+        assert left["id"] == qid[1] and "restarted" in left["routing"]
+        _answer(second, qid[1], {"answer": "kept"})
+        again = second.cli("call", "sdk", "ask", "question=after restart?")
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.strip() == "kept"
+        # Taken once: the next time it is a new question.
+        third = second.cli("call", "sdk", "ask", "question=after restart?")
+        assert third.returncode == EX_TEMPFAIL, third.stderr
+        assert qid[1] not in third.stderr

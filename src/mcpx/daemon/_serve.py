@@ -186,6 +186,7 @@ def serve(
     host, bound = tcp.getsockname()[:2]
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
     holder: list[OpContext] = []
+    stopping: list[bool] = []  # non-empty once the daemon began to stop
     catalogues: list[Catalogue] = []
     trace = _frame_trace(settings)
     audience = Audience(settings.policy(), trace)
@@ -198,7 +199,9 @@ def serve(
         hooks = _hooks(catalogues, audience, relay, settings, events)
         broker = Broker(paths.questions, on_change=_question_events(events))
         # Upstream questions: the calling host first, the broker after.
-        handler = NativeFirst(broker, relay, lambda: holder[0].pool if holder else None)
+        handler = NativeFirst(
+            broker, relay, lambda: holder[0].pool if holder else None, lambda: bool(stopping)
+        )
         async with (
             open_pool(servers, settings, cache=cache, hooks=hooks, handler=handler) as pool,
             anyio.create_task_group() as running,
@@ -256,7 +259,8 @@ def serve(
         timeout_graceful_shutdown=5,
     )
     try:
-        _Server(config, on_stop=[audience.close, mcp.close, events.close]).run(sockets=[unix, tcp])
+        on_stop = [lambda: stopping.append(True), audience.close, mcp.close, events.close]
+        _Server(config, on_stop=on_stop).run(sockets=[unix, tcp])
     finally:
         _remove(paths)
 

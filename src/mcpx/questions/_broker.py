@@ -15,6 +15,12 @@ Invariants:
 - Every change is told to ``on_change`` (``question.asked`` with the question,
   ``question.closed`` with its outcome): the daemon publishes them as events, which
   is how ``mcpx elicit watch`` sees questions arrive.
+- Across a restart: a question still pending from an earlier daemon process has lost
+  its asker (the upstream call ended with that process). It stays listed, says so, and
+  can still be answered; when the same server asks the very same question again (same
+  method and params) while it is live, the new ask takes it over (pending) or takes its
+  outcome at once (already answered), once. So a ``mcpx call`` that exited 75, answered
+  after a restart and run again, goes through without asking twice.
 - A question whose asker gave up (the call was cancelled, or the upstream withdrew it
   with ``notifications/cancelled``) is ``withdrawn``: nobody is left to answer.
 """
@@ -51,9 +57,17 @@ CREATE TABLE IF NOT EXISTS questions (
     routing TEXT NOT NULL,
     state TEXT NOT NULL,
     result TEXT,
-    finished REAL
+    finished REAL,
+    process TEXT,
+    taken INTEGER NOT NULL DEFAULT 0
 )
 """
+# Columns added after the first release of the table, for files made before them.
+_ADDED: Final = {"process": "TEXT", "taken": "INTEGER NOT NULL DEFAULT 0"}
+_ORPHANED: Final = (
+    "asked before the daemon restarted (its call ended): answer it, and the answer is "
+    "given when the server asks the same again"
+)
 _PENDING: Final = "pending"
 ELICIT_TTL: Final = 120.0  # elicit.ttl: a built-in, not a user setting
 _KEEP: Final = 3600.0
@@ -108,6 +122,17 @@ class Broker:
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(_SCHEMA)
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(questions)")}
+        for column, kind in _ADDED.items():
+            if column not in have:
+                self._db.execute(f"ALTER TABLE questions ADD COLUMN {column} {kind}")
+        # This process's mark: questions pending under another one lost their asker.
+        self._process = secrets.token_hex(6)
+        self._db.execute(
+            "UPDATE questions SET routing = ? "
+            "WHERE state = ? AND (process IS NULL OR process != ?)",
+            (_ORPHANED, _PENDING, self._process),
+        )
         self.expire()
 
     def close(self) -> None:
@@ -125,12 +150,19 @@ class Broker:
         routing: str,
         ttl: float = ELICIT_TTL,
     ) -> Question:
-        """Store a new question; it is pending until answered, declined, cancelled or due."""
+        """Store a new question; it is pending until answered, declined, cancelled or due.
+
+        The same question left by an earlier daemon process is taken over instead.
+        """
         now = self._clock()
+        self.expire()
+        earlier = self._left_behind(server, method, params)
+        if earlier is not None:
+            return earlier
         qid = secrets.token_hex(6)
         with self._tx() as db:
             db.execute(
-                "INSERT INTO questions VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL)",
+                "INSERT INTO questions VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL,?,0)",
                 (
                     qid,
                     now,
@@ -138,9 +170,10 @@ class Broker:
                     identity,
                     server,
                     method,
-                    json.dumps(params),
+                    json.dumps(params, sort_keys=True),
                     routing,
                     _PENDING,
+                    self._process,
                 ),
             )
         self._events[qid] = anyio.Event()
@@ -148,6 +181,26 @@ class Broker:
         assert found is not None
         self._changed("question.asked", found)
         return found
+
+    def _left_behind(self, server: str, method: str, params: dict[str, Any]) -> Question | None:
+        """The same question from an earlier process, taken over (once), if any."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT id, state FROM questions WHERE server = ? AND method = ? AND params = ? "
+                "AND (process IS NULL OR process != ?) AND taken = 0 AND state != 'expired' "
+                "AND state != 'withdrawn' ORDER BY created LIMIT 1",
+                (server, method, json.dumps(params, sort_keys=True), self._process),
+            ).fetchone()
+            if row is None:
+                return None
+            qid, state = row
+            db.execute(
+                "UPDATE questions SET taken = 1, process = ?, routing = ? WHERE id = ?",
+                (self._process, "asked again after a daemon restart", qid),
+            )
+        if state == _PENDING:
+            self._events[qid] = anyio.Event()
+        return self.get(qid)
 
     async def wait(self, qid: str) -> dict[str, Any]:
         """The outcome of ``qid`` as the asking server gets it, once there is one."""
@@ -287,7 +340,7 @@ class Broker:
 
 
 def _question(row: tuple[Any, ...]) -> Question:
-    qid, created, deadline, identity, server, method, params, routing, state, result, _ = row
+    qid, created, deadline, identity, server, method, params, routing, state, result = row[:10]
     return Question(
         qid,
         created,

@@ -46,10 +46,17 @@ def attributed(message: object, server: str) -> str:
 class NativeFirst:
     """The daemon's ``QuestionHandler``."""
 
-    def __init__(self, broker: Broker, relay: Relay, pool: Callable[[], Pool | None]) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        relay: Relay,
+        pool: Callable[[], Pool | None],
+        closing: Callable[[], bool] = lambda: False,
+    ) -> None:
         self._broker = broker
         self._relay = relay
         self._pool = pool
+        self._closing = closing
 
     def capabilities(self, revision: str) -> dict[str, Any]:
         """What mcpx declares upstream, in ``revision``'s terms: it can always answer
@@ -81,15 +88,19 @@ class NativeFirst:
         )
         log.info("%s asked %s; held by the broker as %s", asked.server, method, question.id)
         # Every caller waiting on the server hears of it: any of them may be the one.
-        for call in self._relay.calls_on(asked.server, asked.scope):
+        # (One taken over from before a restart may have its answer already.)
+        waiting = question.state == "pending"
+        for call in self._relay.calls_on(asked.server, asked.scope) if waiting else ():
             if call is not None and call.brokered is not None:
                 call.brokered(question)
         try:
             outcome = await self._broker.wait(question.id)
         except BaseException:
             # Cancelled (the call ended, or the upstream withdrew the question): nobody
-            # is left to take an answer.
-            self._broker.withdraw(question.id)
+            # is left to take an answer. Not so when the daemon is stopping: the
+            # question outlives it (the same ask after the restart takes it over).
+            if not self._closing():
+                self._broker.withdraw(question.id)
             raise
         if method != "elicitation/create" and outcome.get("action") in ("decline", "cancel"):
             # Only an elicitation has an action; declining anything else is an error
