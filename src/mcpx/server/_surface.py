@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -118,7 +119,7 @@ async def call_tool(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
     if problem is not None:
         return _error_result(f"invalid arguments for {name}: {problem}")
     try:
-        out = await op.handler(ctx, dict(arguments))
+        out = await op.handler(_gateway(ctx), dict(arguments))
     except OpError as exc:
         return _error_result(f"{exc.code}: {exc.message}")
     if op.name == "call":
@@ -352,10 +353,19 @@ async def _passthrough_ref(ctx: OpContext, ref: Mapping[str, Any]) -> str | None
 async def _run(ctx: OpContext, op: str, args: JSON) -> JSON:
     """Run an operation for a forwarded request; its failure is a protocol error."""
     try:
-        out: JSON = await by_name(op).handler(ctx, args)
+        out: JSON = await by_name(op).handler(_gateway(ctx), args)
     except OpError as exc:
         raise _protocol_error(exc) from exc
     return out
+
+
+def _gateway(ctx: OpContext) -> OpContext:
+    """``ctx`` for a call behind the gateway's own surface: mcpx declares upstream what
+    it can answer itself (the broker at least), not only what the host declared. Only a
+    pass-through server is called on the host's declaration alone."""
+    if ctx.host_capabilities is None:
+        return ctx
+    return dataclasses.replace(ctx, host_capabilities=None)
 
 
 def _protocol_error(exc: OpError) -> McpError:
