@@ -171,3 +171,40 @@ def test_sdk_upstreams_progress_and_logs_reach_hosts_of_both_eras(
         logs = [f["params"] for f in frames if f.get("method") == "notifications/message"]
         assert [m["data"] for m in logs] == [f"hello from {upstream}"]
         assert logs[0]["level"] == "info"
+
+
+@pytest.fixture(scope="module")
+def everything(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    from support.peers import everything_server_command
+
+    argv = everything_server_command("stdio")
+    servers = {"everything": {"command": argv[0], "args": argv[1:]}}
+    with running_daemon(tmp_path_factory.mktemp("relay-everything"), servers) as d:
+        yield d
+
+
+@pytest.mark.parametrize("rev", ["2025-11-25", MODERN])
+def test_server_everything_progress_reaches_hosts_of_both_eras(
+    everything: Daemon, rev: str
+) -> None:
+    args = {
+        "server": "everything",
+        "tool": "trigger-long-running-operation",
+        "arguments": {"duration": 1, "steps": 4},
+    }
+    with httpx.Client(base_url=everything.info["url"], timeout=60) as mcp:
+        if rev == MODERN:
+            meta: dict[str, Any] = {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "progressToken": "ev",
+            }
+            headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call"}
+            headers |= {"Mcp-Name": "mcpx_call", "Accept": BOTH}
+        else:
+            headers, meta = _session(mcp, rev), {"progressToken": "ev"}
+        params = {"name": "mcpx_call", "arguments": args, "_meta": meta}
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+        frames = _events(mcp.post("/mcp", json=call, headers=headers))
+    _check_progress(frames, "ev", 4)
+    assert "Long running operation completed" in frames[-1]["result"]["content"][0]["text"]
