@@ -303,3 +303,48 @@ def test_the_embedded_default_is_a_working_gateway(tmp_path: Path) -> None:
         assert call.returncode == 0 and call.stdout.strip() == "5"
     finally:
         mcpx("stop")
+
+
+def test_one_daemon_per_state_dir(tmp_path: Path) -> None:
+    """Commands that find no daemon at once start one between them; a second daemon on
+    the same state dir is refused and leaves the first untouched."""
+    home = tmp_path / "empty"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCPX_")}
+    env |= {"MCPX_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    argv = [sys.executable, "-m", "mcpx"]
+
+    def popen(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [*argv, *args],
+            cwd=home,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    try:
+        racing = [popen("servers", "--json") for _ in range(3)]
+        outcomes = [p.communicate(timeout=120) for p in racing]
+        assert [p.returncode for p in racing] == [0, 0, 0], outcomes
+        assert sum("started the daemon" in err for _, err in outcomes) == 1, outcomes
+        info = json.loads((tmp_path / "state" / "daemon.json").read_text())
+        second = popen("daemon")
+        _, err = second.communicate(timeout=60)
+        assert second.returncode == 1 and "a daemon already runs" in err, err
+        assert f"pid {info['pid']}" in err
+        still = subprocess.run(
+            [*argv, "status", "--json"],
+            cwd=home,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert json.loads(still.stdout)["pid"] == info["pid"], still.stdout
+    finally:
+        subprocess.run(
+            [*argv, "stop"], cwd=home, env=env, capture_output=True, timeout=60, check=False
+        )

@@ -8,6 +8,7 @@ and reached over its unix socket.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -70,13 +71,26 @@ class DaemonClient:
             return False
 
     def ensure(self) -> None:
-        """A running daemon: the one there, or one started now (said on stderr)."""
+        """A running daemon: the one there, or one started now (said on stderr).
+
+        Starting is serialised by a lock in the state dir: of several commands that find
+        no daemon at once, one starts it and the others wait for it and use it.
+        """
         if self.healthy():
             return
+        self.paths.state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.paths.starting, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released when another start is over
+            if not self.healthy():
+                self._start()
+        finally:
+            os.close(fd)
+
+    def _start(self) -> None:
         argv = [sys.executable, "-m", "mcpx", "daemon", "--state-dir", str(self.paths.state)]
         if self.loaded.config:
             argv += ["--config", str(self.loaded.config.path)]
-        self.paths.state.mkdir(parents=True, exist_ok=True, mode=0o700)
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -161,12 +175,17 @@ def daemon_command(**params: Any) -> None:
             f"mcp.passthrough names {', '.join(map(repr, unknown))}, which is not a "
             f"configured server (configured: {', '.join(sorted(servers))})"
         )
-    serve(
-        loaded.settings,
-        servers,
-        state_dir(loaded.settings),
-        warn=lambda text: click.echo(text, err=True),
-    )
+    from mcpx.daemon._serve import DaemonRunning
+
+    try:
+        serve(
+            loaded.settings,
+            servers,
+            state_dir(loaded.settings),
+            warn=lambda text: click.echo(text, err=True),
+        )
+    except DaemonRunning as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @click.command("status")

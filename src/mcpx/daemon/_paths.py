@@ -32,6 +32,16 @@ class DaemonPaths:
         return self.state / "daemon.json"
 
     @property
+    def lock(self) -> Path:
+        """Held (flock) by the running daemon for its lifetime: one per state dir."""
+        return self.state / "daemon.lock"
+
+    @property
+    def starting(self) -> Path:
+        """Held by a CLI process while it starts the daemon: one start at a time."""
+        return self.state / "start.lock"
+
+    @property
     def log(self) -> Path:
         return self.state / "daemon.log"
 

@@ -13,6 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import json
 import logging
@@ -73,6 +74,31 @@ def _setup_logging(path: Path, level: str) -> None:
     numeric = {"debug": 10, "info": 20, "notice": 25, "warning": 30}.get(level, 40)
     root.setLevel(numeric)
     os.chmod(path, 0o600)
+
+
+class DaemonRunning(Exception):
+    """Another daemon holds this state dir."""
+
+
+def _only_daemon(paths: DaemonPaths) -> int:
+    """The state dir's lock, held (its fd) by this process.
+
+    Raises:
+        DaemonRunning: another daemon holds it.
+    """
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        try:
+            pid = json.loads(paths.info.read_text()).get("pid", "?")
+        except (OSError, ValueError):
+            pid = "?"
+        raise DaemonRunning(
+            f"a daemon already runs for {paths.state} (pid {pid}); `mcpx stop` ends it"
+        ) from None
+    return fd
 
 
 def _unix_socket(path: Path) -> socket.socket:
@@ -175,6 +201,9 @@ def serve(
     """Serve until stopped (SIGTERM or SIGINT); blocks."""
     paths = DaemonPaths(state)
     state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # Before anything is bound or removed: a second daemon must not take the first's
+    # socket away from it. Held until the process ends.
+    lock = _only_daemon(paths)
     _setup_logging(paths.log, str(settings["log.level"]))
     address, port = str(settings["daemon.address"]), int(settings["daemon.port"])
     if not _is_loopback(address):
@@ -263,6 +292,7 @@ def serve(
         _Server(config, on_stop=on_stop).run(sockets=[unix, tcp])
     finally:
         _remove(paths)
+        os.close(lock)
 
 
 class _Server(uvicorn.Server):
