@@ -59,15 +59,24 @@ def test_question_comes_back_input_required_and_the_retry_resumes(
     with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
         params = _params(server, "colour?", {"elicitation": {}})
         first = _post(mcp, params)["result"]
+        # S-MRTR-1: asked inside the result, never as a request; S-MRTR-3: its type and
+        # both members; S-MRTR-4: a bare request object under a key of its own.
         assert first["resultType"] == "input_required"
         [(key, request)] = first["inputRequests"].items()
         assert key == "elicitation-1" and request["method"] == "elicitation/create"
+        assert set(request) == {"method", "params"}
         assert request["params"]["message"] == f"{server} (via mcpx) asks: colour?"
         assert "elicitationId" not in request["params"]
         state = first["requestState"]
         assert state.startswith("mcpx1.")
+        # S-MRTR-10: a retry without the answer it needs is asked again, not refused.
+        unanswered = {**params, "inputResponses": {}, "requestState": state}
+        asked_again = _post(mcp, unanswered, rid=2)["result"]
+        assert asked_again["resultType"] == "input_required"
+        assert list(asked_again["inputRequests"]) == [key]
+        state = asked_again["requestState"]
         again = {**params, "inputResponses": {key: ANSWER}, "requestState": state}
-        done = _post(mcp, again, rid=2)["result"]
+        done = _post(mcp, again, rid=3)["result"]
         assert done["resultType"] == "complete"
         assert done["content"][0]["text"] == "blue"
 
@@ -88,6 +97,8 @@ def _refusal(reply: dict[str, Any]) -> str:
 
 
 def test_states_that_are_not_for_this_request_are_refused(daemon: Daemon) -> None:
+    # S-MRTR-6: the state is signed and one that fails is refused; S-MRTR-7: bound to the
+    # request (method and params digest) and expiring.
     with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
         params = _params("legacy", "which?", {"elicitation": {}})
         state = _post(mcp, params)["result"]["requestState"]
@@ -138,3 +149,13 @@ def test_a_host_that_declared_nothing_askable_is_served_inside_its_request(
         api.post(f"/v1/questions/{question['id']}/answer", json={"content": {"answer": "ok"}})
     caller.join(timeout=30)
     assert replies and replies[0]["result"]["content"][0]["text"] == "ok"
+
+
+def test_malformed_input_responses_are_invalid_params(daemon: Daemon) -> None:
+    # S-MRTR-10: malformed inputResponses are a JSON-RPC error; unknown keys are ignored
+    # (test_responses_sent_up_front_are_held_until_asked).
+    with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
+        for bad in ([1], {"elicitation-1": "yes"}):
+            reply = _post(mcp, _params("legacy", "x?", {"elicitation": {}}, inputResponses=bad))
+            assert reply["error"]["code"] == -32602, reply
+            assert "inputResponses" in reply["error"]["message"]

@@ -276,8 +276,8 @@ def test_a_host_that_declared_no_elicitation_is_answered_through_the_broker(
 def test_a_modern_host_asked_what_it_did_not_declare_is_answered_through_the_broker(
     daemon: Daemon, transport: str, server: str
 ) -> None:
-    # It declared sampling only: its call is served in input_required rounds, but the
-    # elicitation is not put to it; the broker's answer completes its call.
+    # S-MRTR-5: it declared sampling only: its call is served in input_required rounds,
+    # but the elicitation is not put to it; the broker's answer completes its call.
     host: Host = ("2.3.0", "auto")
     argv = asking_host(
         daemon, host, transport, server=server, tool="ask", declare=("sampling",), answer="x"

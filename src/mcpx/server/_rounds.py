@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from mcpx.questions import StateError
-from mcpx.wire import InvalidRequest
+from mcpx.wire import InvalidParams, InvalidRequest
 
 from . import _passthrough as passthrough
 from ._asking import host_asker
@@ -81,6 +81,11 @@ async def answer(
         if passthrough.servers(ctx):
             return await _inline(ctx, run, release)  # the upstream's own state
         raise StateError("malformed", "not a requestState mcpx issued")
+    responses = params.get("inputResponses")
+    if responses is not None and not (
+        isinstance(responses, Mapping) and all(isinstance(v, Mapping) for v in responses.values())
+    ):
+        raise InvalidParams("inputResponses must be an object of result objects, by key")
     rounds = 0
     if state is None:
         task = _start(ctx, view, method, params, run, release)
