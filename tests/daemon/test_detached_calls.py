@@ -113,8 +113,9 @@ def test_unknown_task_is_404(daemon: Daemon) -> None:
 
 
 def test_a_declined_sampling_question_is_an_error_upstream(daemon: Daemon) -> None:
-    # Only an elicitation has an action: a sampling request declined through the broker
-    # reaches the server as a JSON-RPC error, not as a malformed CreateMessageResult.
+    # S-INPUT-14: declining is handled. Only an elicitation has an action: a sampling
+    # request declined through the broker reaches the server as a JSON-RPC error, not
+    # as a malformed CreateMessageResult.
     with daemon.http() as api:
         body = {"server": "sdk", "tool": "sample", "arguments": {"prompt": "6 x 7?"}}
         parked = api.post("/v1/call", json=body, headers={"Mcpx-Questions": "return"})

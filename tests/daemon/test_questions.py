@@ -102,7 +102,8 @@ def test_a_host_that_declared_no_roots_gets_mcpxs_own(daemon: Daemon) -> None:
 
 
 def test_a_question_nobody_present_can_answer_waits_in_the_broker(daemon: Daemon) -> None:
-    # The host declared no elicitation: the question goes to the broker, and /v1 answers.
+    # S-INPUT-1: the host declared no elicitation: it is sent none; the question goes to
+    # the broker, and /v1 answers. S-INPUT-13: an answer is checked against the schema.
     result: list[httpx.Response] = []
 
     def call() -> None:

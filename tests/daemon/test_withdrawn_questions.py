@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.daemon import Daemon, bad_entry, running_daemon
+from support.daemon import Daemon, bad_entry, running_daemon, sdk_entry
 
 REV = "2025-11-25"
 BOTH = "application/json, text/event-stream"
@@ -93,3 +93,40 @@ def test_a_question_in_the_broker_is_closed_as_withdrawn(daemon: Daemon) -> None
         closed = api.get(f"/v1/questions/{question['id']}").json()
     assert closed["state"] == "withdrawn"
     assert replies[0]["result"]["content"][0]["text"] == "withdrawn; answered: no"
+
+
+@pytest.fixture(scope="module")
+def impatient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    settings = {"proto.askTimeout": "1s"}
+    servers = {"sdk": sdk_entry("1.23.3")}
+    with running_daemon(tmp_path_factory.mktemp("impatient"), servers, settings) as d:
+        yield d
+
+
+def test_a_host_that_does_not_answer_in_time_is_told_it_was_given_up(impatient: Daemon) -> None:
+    # S-LIFE-10: a request mcpx sends a client has a timeout (proto.askTimeout); when it
+    # passes, notifications/cancelled says so, and the upstream gets an error.
+    seen: list[dict[str, Any]] = []
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {
+            "name": "mcpx_call",
+            "arguments": {"server": "sdk", "tool": "ask", "arguments": {"question": "hm?"}},
+        },
+    }
+    with httpx.Client(base_url=impatient.info["url"], timeout=30) as mcp:
+        headers = _session(mcp, {"elicitation": {}})
+        with mcp.stream("POST", "/mcp", json=call, headers={**headers, "Accept": BOTH}) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    seen.append(json.loads(line[len("data: ") :]))
+                    if seen[-1].get("id") == call["id"]:
+                        break
+    question = seen[0]
+    assert question["method"] == "elicitation/create"
+    [cancelled] = [f for f in seen if f.get("method") == "notifications/cancelled"]
+    assert cancelled["params"]["requestId"] == question["id"]
+    assert "within 1 s" in cancelled["params"]["reason"]
+    assert seen[-1]["result"]["isError"] is True

@@ -114,6 +114,9 @@ class Questions:
             with anyio.fail_after(timeout):
                 await waiting.done.wait()
         except TimeoutError:
+            # Given up on (S-LIFE-10): the client is told, so that it stops asking.
+            reason = f"not answered within {timeout:g} s"
+            send(wire.notification("notifications/cancelled", {"requestId": rid, "reason": reason}))
             raise InternalError(f"the client did not answer {method} in {timeout:g} s") from None
         except anyio.get_cancelled_exc_class():
             # Withdrawn (the upstream cancelled its question, or the call ended): the
