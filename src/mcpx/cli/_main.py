@@ -7,6 +7,7 @@ import click
 from mcpx import __version__
 
 from ._daemon import daemon_commands
+from ._elicit import elicit_group
 from ._ops import op_commands
 from ._protocol import protocol
 from ._serve import serve_command
@@ -32,6 +33,7 @@ cli.add_command(settings_command)
 cli.add_command(demo_server_command)
 cli.add_command(protocol)
 cli.add_command(serve_command)
+cli.add_command(elicit_group)
 cli.add_command(task_group)
 for command in (*daemon_commands(), *op_commands()):
     cli.add_command(command)

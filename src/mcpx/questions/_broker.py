@@ -19,7 +19,8 @@ Invariants:
   its asker (the upstream call ended with that process). It stays listed, says so, and
   can still be answered; when the same server asks the very same question again (same
   method and params) while it is live, the new ask takes it over (pending) or takes its
-  outcome at once (already answered), once. So a ``mcpx call`` that exited 75, answered
+  outcome at once (answered or declined; a cancel chose nothing, so it is asked anew),
+  once. So a ``mcpx call`` that exited 75, answered
   after a restart and run again, goes through without asking twice.
 - A question whose asker gave up (the call was cancelled, or the upstream withdrew it
   with ``notifications/cancelled``) is ``withdrawn``: nobody is left to answer.
@@ -27,6 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -59,11 +61,12 @@ CREATE TABLE IF NOT EXISTS questions (
     result TEXT,
     finished REAL,
     process TEXT,
-    taken INTEGER NOT NULL DEFAULT 0
+    taken INTEGER NOT NULL DEFAULT 0,
+    asks TEXT
 )
 """
 # Columns added after the first release of the table, for files made before them.
-_ADDED: Final = {"process": "TEXT", "taken": "INTEGER NOT NULL DEFAULT 0"}
+_ADDED: Final = {"process": "TEXT", "taken": "INTEGER NOT NULL DEFAULT 0", "asks": "TEXT"}
 _ORPHANED: Final = (
     "asked before the daemon restarted (its call ended): answer it, and the answer is "
     "given when the server asks the same again"
@@ -162,7 +165,7 @@ class Broker:
         qid = secrets.token_hex(6)
         with self._tx() as db:
             db.execute(
-                "INSERT INTO questions VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL,?,0)",
+                "INSERT INTO questions VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL,?,0,?)",
                 (
                     qid,
                     now,
@@ -170,10 +173,11 @@ class Broker:
                     identity,
                     server,
                     method,
-                    json.dumps(params, sort_keys=True),
+                    json.dumps(params),  # as asked: its fields keep the server's order
                     routing,
                     _PENDING,
                     self._process,
+                    _asks(server, method, params),
                 ),
             )
         self._events[qid] = anyio.Event()
@@ -186,10 +190,10 @@ class Broker:
         """The same question from an earlier process, taken over (once), if any."""
         with self._tx() as db:
             row = db.execute(
-                "SELECT id, state FROM questions WHERE server = ? AND method = ? AND params = ? "
-                "AND (process IS NULL OR process != ?) AND taken = 0 AND state != 'expired' "
-                "AND state != 'withdrawn' ORDER BY created LIMIT 1",
-                (server, method, json.dumps(params, sort_keys=True), self._process),
+                "SELECT id, state FROM questions WHERE asks = ? "
+                "AND (process IS NULL OR process != ?) AND taken = 0 "
+                "AND state IN ('pending', 'answered', 'declined') ORDER BY created LIMIT 1",
+                (_asks(server, method, params), self._process),
             ).fetchone()
             if row is None:
                 return None
@@ -337,6 +341,13 @@ class Broker:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+
+def _asks(server: str, method: str, params: dict[str, Any]) -> str:
+    """What a question asks, whatever the order of its members: how the same question
+    asked again after a restart is recognised."""
+    canonical = json.dumps([server, method, params], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _question(row: tuple[Any, ...]) -> Question:
