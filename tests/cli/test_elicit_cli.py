@@ -34,6 +34,7 @@ import pytest
 from mcpx.daemon import DaemonPaths
 from mcpx.questions import Broker
 from support.daemon import Daemon, running_daemon, sdk_entry
+from support.signals import interruptible
 
 REV = "2025-11-25"
 ATTEMPTS = 200  # polls of /v1/questions, 50 ms apart at most
@@ -427,6 +428,7 @@ class Watcher:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=interruptible,  # stopped with Ctrl-C
         )
         self.out: queue.Queue[str] = queue.Queue()
         self.err: queue.Queue[str] = queue.Queue()

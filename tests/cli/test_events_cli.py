@@ -19,6 +19,7 @@ from typing import IO, Any
 import pytest
 
 from support.daemon import Daemon, bad_entry, running_daemon
+from support.signals import interruptible
 
 SERVERS = {
     "demo": {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]},
@@ -91,7 +92,13 @@ def _rest(lines: queue.Queue[str]) -> str:
 def follow(env: dict[str, str], cwd: Path, *args: str) -> Iterator[Follower]:
     argv = [sys.executable, "-m", "mcpx", "events", *args]
     proc = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,  # stopped with Ctrl-C
     )
     follower = Follower(proc)
     try:
