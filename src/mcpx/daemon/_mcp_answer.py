@@ -22,11 +22,13 @@ Invariants:
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.lowlevel import checkpoint
 from starlette.types import Message, Receive, Scope, Send
 
 from mcpx import wire
@@ -51,6 +53,12 @@ class LazyAnswer:
 
     ``run`` is given this answer and returns the response frame (None: 202, nothing to
     say); while it runs it may ``emit`` frames that belong on the request's stream.
+
+    The request runs in the responding task itself; one guard task beside it watches
+    for the client going away and writes what has to be streamed before the answer
+    (emitted frames, keep-alives). A plain JSON answer costs no more than that guard,
+    which ends by itself once the answer is sent (the server then reports the exchange
+    over), so nothing is cancelled on the common path.
     """
 
     def __init__(
@@ -73,9 +81,15 @@ class LazyAnswer:
         self._keepalive = keepalive
         self._status_of = status_of
         self._headers = headers or {}
-        send, receive = anyio.create_memory_object_stream[tuple[bool, Any]](_BUFFER)
-        self._out: MemoryObjectSendStream[tuple[bool, Any]] = send
-        self._in: MemoryObjectReceiveStream[tuple[bool, Any]] = receive
+        self._pending: deque[wire.Frame] = deque()
+        # Set while the guard waits for the client, so that emit can wake it.
+        self._wake: anyio.CancelScope | None = None
+        # The answer is being written: the guard writes nothing more, emit drops.
+        self._answered = False
+        # Held by whoever writes once the answer is a stream (the guard, then the end).
+        self._writing: anyio.Lock | None = None
+        self._work = anyio.CancelScope()  # the request's own, cancelled when the client goes
+        self._guard_done = False
         self.streaming = False
         self.disconnected = False
         self.dropped = 0
@@ -87,51 +101,73 @@ class LazyAnswer:
         after the answer, the frame is dropped (relayed progress and log lines are
         worth less than a stalled upstream reader).
         """
-        try:
-            self._out.send_nowait((False, frame))
-        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        if self._answered or len(self._pending) >= _BUFFER:
             self.dropped += 1
+            return
+        self._pending.append(frame)
+        if self._wake is not None:
+            self._wake.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._watch, receive, tg.cancel_scope)
-            tg.start_soon(self._work)
-            await self._write(send)
-            tg.cancel_scope.cancel()
-
-    async def _watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
-        # The body was read already: the next message is the client going away.
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        self.disconnected = True
-        scope.cancel()
-
-    async def _work(self) -> None:
-        async with self._out:
-            reply = await self._run(self)
-            await self._out.send((True, reply))
-
-    async def _write(self, send: Send) -> None:
-        async with self._in:
-            while True:
-                wait = self._keepalive if self._streams_ok else None
-                got: tuple[bool, Any] | None = None
-                with anyio.move_on_after(wait):
-                    got = await self._in.receive()
-                if got is None:  # silence: a stream it is, kept alive
-                    await self._start_stream(send)
-                    await send(_body(self._keepalive_bytes))
-                    continue
-                final, frame = got
-                if final and not self.streaming:
-                    await self._send_json(send, frame)
-                    return
-                await self._start_stream(send)
-                if frame is not None:
-                    await send(_body(self._encode(frame)))
-                if final:
+            tg.start_soon(self._guard, receive, send)
+            with self._work:
+                reply = await self._run(self)
+            if self._work.cancelled_caught:
+                return  # the client went away: nothing to write, the guard is done
+            self._answered = True
+            if self.streaming or self._pending:
+                async with self._lock():
+                    await self._flush(send)
+                    if reply is not None:
+                        await send(_body(self._encode(reply)))
                     await send(_body(b"", more=False))
-                    return
+            else:
+                await self._send_json(send, reply)
+            # The server answers the guard's receive() once the response is complete:
+            # let the guard see that; only one still waiting (another server) is cancelled.
+            await checkpoint()
+            if not self._guard_done:
+                tg.cancel_scope.cancel()
+
+    async def _guard(self, receive: Receive, send: Send) -> None:
+        try:
+            while not self._answered:
+                silence = self._keepalive if self._streams_ok else math.inf
+                with anyio.CancelScope(deadline=anyio.current_time() + silence) as self._wake:
+                    if not self._pending:
+                        # The body was read already: the next message is the client
+                        # going away, or the server saying the exchange is over.
+                        while (await receive())["type"] != "http.disconnect":
+                            pass
+                        if not self._answered:
+                            self.disconnected = True
+                            self._work.cancel()
+                        return
+                # Woken: frames were emitted, or a stream's silence needs a keep-alive.
+                self._wake = None
+                async with self._lock():
+                    if self._answered:
+                        return  # the answer writes what is left
+                    await self._start_stream(send)
+                    if self._pending:
+                        await self._flush(send)
+                    else:
+                        await send(_body(self._keepalive_bytes))
+        finally:
+            self._wake = None
+            self._guard_done = True
+
+    def _lock(self) -> anyio.Lock:
+        # Made only once something is streamed: a JSON answer has one writer.
+        if self._writing is None:
+            self._writing = anyio.Lock()
+        return self._writing
+
+    async def _flush(self, send: Send) -> None:
+        await self._start_stream(send)
+        while self._pending:
+            await send(_body(self._encode(self._pending.popleft())))
 
     async def _start_stream(self, send: Send) -> None:
         if self.streaming:
