@@ -98,7 +98,12 @@ class Pool:
         """
         server = self.server(name)
         key = (name, self.scope_key(server, identity))
-        lock = self._locks.setdefault(key, anyio.Lock())
+        lock = self._locks.get(key)
+        current = self._instances.get(key)
+        if current is not None and current.usable and (lock is None or not lock.locked()):
+            return current  # ready, and nobody is replacing it: the common case, lock-free
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
         async with lock:
             current = self._instances.get(key)
             if current is not None and current.usable:
