@@ -25,7 +25,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from mcpx import wire
-from mcpx.ops import OPERATIONS, OpContext, Operation, OpError, openapi
+from mcpx.ops import OPERATIONS, OpContext, Operation, OpError, QuickCheck, openapi, plain_check
 
 from ._mcp_answer import LazyAnswer, json_line
 
@@ -77,13 +77,18 @@ async def _gather(op: Operation, request: Request) -> dict[str, Any]:
     return args
 
 
-_VALIDATORS: dict[str, jsonschema.Draft202012Validator] = {}
+_VALIDATORS: dict[str, tuple[jsonschema.Draft202012Validator, QuickCheck | None]] = {}
 
 
 def _validate(op: Operation, args: dict[str, Any]) -> None:
-    validator = _VALIDATORS.get(op.name)
-    if validator is None:
-        validator = _VALIDATORS[op.name] = jsonschema.Draft202012Validator(op.input_schema())
+    cached = _VALIDATORS.get(op.name)
+    if cached is None:
+        schema = op.input_schema()
+        validator = jsonschema.Draft202012Validator(schema)
+        cached = _VALIDATORS[op.name] = (validator, plain_check(schema))
+    validator, quick = cached
+    if quick is not None and quick(args):
+        return  # valid: jsonschema is asked only when there is an error to word
     problems = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if problems:
         first = problems[0]
