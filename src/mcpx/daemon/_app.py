@@ -19,10 +19,11 @@ from typing import Any
 import jsonschema
 import orjson
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcpx import wire
 from mcpx.ops import OPERATIONS, OpContext, Operation, OpError, QuickCheck, openapi, plain_check
@@ -183,11 +184,35 @@ def build_app(
 
     routes = [_route(op, ctx) for op in OPERATIONS]
     routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
+    middleware = []
     if mcp is not None:
         # A Route, not a Mount: a Mount would answer "/mcp" with a redirect to "/mcp/".
         routes.append(Route("/mcp", mcp, name="mcp"))
+        middleware.append(Middleware(_Shortcut, path="/mcp", endpoint=mcp))
     return Starlette(
         routes=routes,
+        middleware=middleware,
         lifespan=lifespan,
         exception_handlers={404: not_found, 405: wrong_method},
     )
+
+
+class _Shortcut:
+    """Requests for one path go straight to its endpoint, past the router.
+
+    The endpoint raises no HTTP exceptions for the exception middleware to answer, so
+    only the router's walk is skipped: a path match against every /v1 route in turn,
+    on the hottest path (/mcp). Errors still reach the server-error middleware.
+    """
+
+    def __init__(self, app: ASGIApp, *, path: str, endpoint: ASGIApp) -> None:
+        self._app = app
+        self._path = path
+        self._endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Anything less plain (a root_path to strip) takes the router's way.
+        if scope["type"] == "http" and scope["path"] == self._path and not scope.get("root_path"):
+            await self._endpoint(scope, receive, send)
+        else:
+            await self._app(scope, receive, send)
