@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcpx import wire
 from mcpx.ops import OPERATIONS, OpContext, Operation, OpError, QuickCheck, openapi, plain_check
 
+from ._later import Later
 from ._mcp_answer import LazyAnswer, json_line
 
 __all__ = ["build_app"]
@@ -102,7 +103,9 @@ def _validate(op: Operation, args: dict[str, Any]) -> None:
 _NDJSON = "application/x-ndjson"
 
 
-def _relayed(op: Operation, ctx: OpContext, args: dict[str, Any], request: Request) -> ASGIApp:
+def _relayed(
+    op: Operation, ctx: OpContext, args: dict[str, Any], request: Request, later: Later
+) -> ASGIApp:
     """The answer of a call whose caller takes a relay stream (``Accept`` names ndjson).
 
     Plain JSON if nothing was relayed before the answer; otherwise ndjson lines, each
@@ -127,6 +130,7 @@ def _relayed(op: Operation, ctx: OpContext, args: dict[str, Any], request: Reque
 
     return LazyAnswer(
         run,
+        later=later,
         streams_ok=False,  # no keep-alive lines: ndjson has none to give
         keepalive=0,
         status_of=lambda _: status[0],
@@ -135,13 +139,13 @@ def _relayed(op: Operation, ctx: OpContext, args: dict[str, Any], request: Reque
     )
 
 
-def _route(op: Operation, ctx: Callable[[], OpContext]) -> Route:
+def _route(op: Operation, ctx: Callable[[], OpContext], later: Later) -> Route:
     async def endpoint(request: Request) -> Response:
         try:
             args = await _gather(op, request)
             _validate(op, args)
             if op.relays and _NDJSON in request.headers.get("accept", ""):
-                return _relayed(op, ctx(), args, request)  # type: ignore[return-value]
+                return _relayed(op, ctx(), args, request, later)  # type: ignore[return-value]
             out = await op.handler(ctx(), args)
             if op.stream is not None:
                 headers = {"Cache-Control": "no-store"}
@@ -157,10 +161,12 @@ def build_app(
     ctx: Callable[[], OpContext],
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
     *,
+    later: Later,
     mcp: ASGIApp | None = None,
 ) -> Starlette:
     """The daemon's app; ``ctx`` returns the live context once the lifespan made it.
 
+    ``later`` runs what a relayed call may need beside it (the lifespan runs it).
     ``mcp`` is the MCP endpoint, served at ``/mcp`` for every HTTP method.
     """
     document = openapi(OPERATIONS)
@@ -182,7 +188,7 @@ def build_app(
             405,
         )
 
-    routes = [_route(op, ctx) for op in OPERATIONS]
+    routes = [_route(op, ctx, later) for op in OPERATIONS]
     routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
     middleware = []
     if mcp is not None:

@@ -14,8 +14,9 @@ Invariants:
 - A slow answer on a stream gets a ``: keepalive`` comment every ``sseKeepAlive``, so
   proxies and clients do not time the request out; a client that did not offer event
   streams just waits.
-- The client going away (``http.disconnect``) cancels the request: its upstream call is
-  withdrawn, and nothing is written to a closed connection.
+- The client going away (``http.disconnect``) cancels a request that is still running
+  ``_GUARDED_AFTER`` in (a faster one just finishes): its upstream call is withdrawn,
+  and nothing is written to a closed connection.
 - The HTTP status is decided before the headers go out: for a JSON answer by
   ``status_of`` (2026-07-28: it follows the error code); a stream is always 200.
 """
@@ -28,16 +29,19 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 import anyio
-from anyio.lowlevel import checkpoint
 from starlette.types import Message, Receive, Scope, Send
 
 from mcpx import wire
+
+from ._later import Later
 
 __all__ = ["LazyAnswer", "json_line", "sse_event"]
 
 _KEEPALIVE: Final = b": keepalive\n\n"
 # Emitted frames waiting for the writer; a slow client holds up the request, not memory.
 _BUFFER: Final = 256
+# A request still running after this long gets its guard (at once if it emits frames).
+_GUARDED_AFTER: Final = 0.1
 
 
 def sse_event(frame: wire.Frame) -> bytes:
@@ -54,17 +58,17 @@ class LazyAnswer:
     ``run`` is given this answer and returns the response frame (None: 202, nothing to
     say); while it runs it may ``emit`` frames that belong on the request's stream.
 
-    The request runs in the responding task itself; one guard task beside it watches
-    for the client going away and writes what has to be streamed before the answer
-    (emitted frames, keep-alives). A plain JSON answer costs no more than that guard,
-    which ends by itself once the answer is sent (the server then reports the exchange
-    over), so nothing is cancelled on the common path.
+    The request runs in the responding task itself. A guard task beside it watches for
+    the client going away and writes what has to be streamed before the answer (emitted
+    frames, keep-alives); it is started by ``later`` only for a request still running
+    after ``_GUARDED_AFTER`` (or one that emits), so a fast JSON answer needs no task.
     """
 
     def __init__(
         self,
         run: Callable[[LazyAnswer], Awaitable[wire.Frame | None]],
         *,
+        later: Later,
         streams_ok: bool,
         keepalive: float,
         status_of: Callable[[wire.Frame], int],
@@ -74,6 +78,7 @@ class LazyAnswer:
         keepalive_bytes: bytes = _KEEPALIVE,
     ) -> None:
         self._run = run
+        self._later = later
         self._stream_type = stream_type
         self._encode = encode
         self._keepalive_bytes = keepalive_bytes
@@ -82,14 +87,21 @@ class LazyAnswer:
         self._status_of = status_of
         self._headers = headers or {}
         self._pending: deque[wire.Frame] = deque()
+        self._receive: Receive | None = None
+        self._send: Send | None = None
+        self._started_at = 0.0
+        # The request's own scope, cancelled when the client goes away.
+        self._work = anyio.CancelScope()
+        # The guard: its scope, its end, and what it raised (re-raised by the request).
+        self._guard_scope: anyio.CancelScope | None = None
+        self._guard_ended: anyio.Event | None = None
+        self._guard_failed: Exception | None = None
         # Set while the guard waits for the client, so that emit can wake it.
         self._wake: anyio.CancelScope | None = None
         # The answer is being written: the guard writes nothing more, emit drops.
         self._answered = False
         # Held by whoever writes once the answer is a stream (the guard, then the end).
         self._writing: anyio.Lock | None = None
-        self._work = anyio.CancelScope()  # the request's own, cancelled when the client goes
-        self._guard_done = False
         self.streaming = False
         self.disconnected = False
         self.dropped = 0
@@ -107,56 +119,92 @@ class LazyAnswer:
         self._pending.append(frame)
         if self._wake is not None:
             self._wake.cancel()
+        else:
+            self._start_guard()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._guard, receive, send)
+        self._receive, self._send = receive, send
+        self._started_at = anyio.current_time()
+        silence = self._keepalive if self._streams_ok else math.inf
+        self._later.call_later(min(silence, _GUARDED_AFTER), self._start_guard)
+        try:
             with self._work:
                 reply = await self._run(self)
-            if self._work.cancelled_caught:
-                return  # the client went away: nothing to write, the guard is done
+        except BaseException:
             self._answered = True
-            if self.streaming or self._pending:
-                async with self._lock():
-                    await self._flush(send)
-                    if reply is not None:
-                        await send(_body(self._encode(reply)))
-                    await send(_body(b"", more=False))
-            else:
-                await self._send_json(send, reply)
-            # The server answers the guard's receive() once the response is complete:
-            # let the guard see that; only one still waiting (another server) is cancelled.
-            await checkpoint()
-            if not self._guard_done:
-                tg.cancel_scope.cancel()
+            if self._guard_scope is not None:
+                self._guard_scope.cancel()  # it ends at its next step; nothing to write
+            raise
+        self._answered = True
+        if self._guard_failed is not None:
+            await self._end_guard()
+            raise self._guard_failed
+        if self._work.cancelled_caught:
+            await self._end_guard()
+            return  # the client went away: nothing to write
+        if self.streaming or self._pending:
+            async with self._lock():
+                await self._flush(send)
+                if reply is not None:
+                    await send(_body(self._encode(reply)))
+                await send(_body(b"", more=False))
+        else:
+            await self._send_json(send, reply)
+        await self._end_guard()
 
-    async def _guard(self, receive: Receive, send: Send) -> None:
+    def _start_guard(self) -> None:
+        if self._answered or self._guard_scope is not None:
+            return
+        self._guard_scope = anyio.CancelScope()
+        self._guard_ended = anyio.Event()
+        self._later.spawn(self._guarding)
+
+    async def _end_guard(self) -> None:
+        # After the answer the guard has nothing left to do; wait for it to be gone.
+        if self._guard_scope is None or self._guard_ended is None:
+            return
+        self._guard_scope.cancel()
+        await self._guard_ended.wait()
+
+    async def _guarding(self) -> None:
+        assert self._guard_scope is not None and self._guard_ended is not None
         try:
-            while not self._answered:
-                silence = self._keepalive if self._streams_ok else math.inf
-                with anyio.CancelScope(deadline=anyio.current_time() + silence) as self._wake:
-                    if not self._pending:
-                        # The body was read already: the next message is the client
-                        # going away, or the server saying the exchange is over.
-                        while (await receive())["type"] != "http.disconnect":
-                            pass
-                        if not self._answered:
-                            self.disconnected = True
-                            self._work.cancel()
-                        return
-                # Woken: frames were emitted, or a stream's silence needs a keep-alive.
-                self._wake = None
-                async with self._lock():
-                    if self._answered:
-                        return  # the answer writes what is left
-                    await self._start_stream(send)
-                    if self._pending:
-                        await self._flush(send)
-                    else:
-                        await send(_body(self._keepalive_bytes))
+            with self._guard_scope:
+                await self._guard()
+        except Exception as exc:  # handed to the request: a daemon task must not raise
+            self._guard_failed = exc
+            self._work.cancel()
         finally:
             self._wake = None
-            self._guard_done = True
+            self._guard_ended.set()
+
+    async def _guard(self) -> None:
+        assert self._receive is not None and self._send is not None
+        receive, send = self._receive, self._send
+        quiet_since = self._started_at
+        while not self._answered:
+            silence = self._keepalive if self._streams_ok else math.inf
+            with anyio.CancelScope(deadline=quiet_since + silence) as self._wake:
+                if not self._pending:
+                    # The body was read already: the next message is the client going
+                    # away, or the server saying the exchange is over.
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    if not self._answered:
+                        self.disconnected = True
+                        self._work.cancel()
+                    return
+            # Woken: frames were emitted, or a stream's silence needs a keep-alive.
+            self._wake = None
+            async with self._lock():
+                if self._answered:
+                    return  # the answer writes what is left
+                await self._start_stream(send)
+                if self._pending:
+                    await self._flush(send)
+                else:
+                    await send(_body(self._keepalive_bytes))
+            quiet_since = anyio.current_time()
 
     def _lock(self) -> anyio.Lock:
         # Made only once something is streamed: a JSON answer has one writer.
