@@ -8,8 +8,10 @@ a heap push, and starts its helper task here only if it is still running then.
 
 Invariants:
 
-- Callbacks run in ``Later``'s own task, in the order they fall due, never before; they
-  are plain functions that must not block (typically: decide, and ``spawn``).
+- Callbacks run in ``Later``'s own task, in the order they fall due, never before and at
+  most ``resolution`` after; they are plain functions that must not block (typically:
+  decide, and ``spawn``). Due times are rounded up to the resolution, so that the timer
+  task wakes a few times a second under any load, not once per request.
 - Spawned tasks run in the daemon's task group (the lifespan's), so they end with it.
   They must not raise: nothing but the daemon's end is theirs to stop.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -30,7 +33,8 @@ __all__ = ["Later"]
 class Later:
     """Delayed callbacks and background tasks, for the life of the daemon (``run``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, resolution: float = 0.05) -> None:
+        self._resolution = resolution
         self._tg: TaskGroup | None = None
         self._due: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
@@ -49,7 +53,8 @@ class Later:
 
     def call_later(self, delay: float, fn: Callable[[], None]) -> None:
         """Call ``fn()`` once ``delay`` seconds have passed."""
-        due = anyio.current_time() + delay
+        step = self._resolution
+        due = math.ceil((anyio.current_time() + delay) / step) * step
         earliest = self._due[0][0] if self._due else None
         heapq.heappush(self._due, (due, next(self._order), fn))
         # Only an earlier first deadline changes what the timer task waits for.
