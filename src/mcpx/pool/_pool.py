@@ -176,6 +176,10 @@ class Pool:
             if not inst.usable:
                 self._instances.pop((name, inst.scope_key), None)
 
+    def holds(self, identity: str) -> bool:
+        """Whether any instance is scoped to ``identity`` (there is something to release)."""
+        return any(i.scope_key == identity for i in self._instances.values())
+
     async def release(self, identity: str) -> int:
         """Stop the idle instances scoped to ``identity`` (its client is gone); how many.
 
