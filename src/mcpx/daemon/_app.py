@@ -19,14 +19,25 @@ from typing import Any
 import jsonschema
 import orjson
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcpx import wire
-from mcpx.ops import OPERATIONS, OpContext, Operation, OpError, Status, openapi
+from mcpx.ops import (
+    OPERATIONS,
+    OpContext,
+    Operation,
+    OpError,
+    QuickCheck,
+    Status,
+    openapi,
+    plain_check,
+)
 
+from ._later import Later
 from ._mcp_answer import LazyAnswer, json_line
 
 __all__ = ["build_app"]
@@ -79,13 +90,18 @@ async def _gather(op: Operation, request: Request) -> dict[str, Any]:
     return args
 
 
-_VALIDATORS: dict[str, jsonschema.Draft202012Validator] = {}
+_VALIDATORS: dict[str, tuple[jsonschema.Draft202012Validator, QuickCheck | None]] = {}
 
 
 def _validate(op: Operation, args: dict[str, Any]) -> None:
-    validator = _VALIDATORS.get(op.name)
-    if validator is None:
-        validator = _VALIDATORS[op.name] = jsonschema.Draft202012Validator(op.input_schema())
+    cached = _VALIDATORS.get(op.name)
+    if cached is None:
+        schema = op.input_schema()
+        validator = jsonschema.Draft202012Validator(schema)
+        cached = _VALIDATORS[op.name] = (validator, plain_check(schema))
+    validator, quick = cached
+    if quick is not None and quick(args):
+        return  # valid: jsonschema is asked only when there is an error to word
     problems = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if problems:
         first = problems[0]
@@ -98,7 +114,9 @@ def _validate(op: Operation, args: dict[str, Any]) -> None:
 _NDJSON = "application/x-ndjson"
 
 
-def _relayed(op: Operation, ctx: OpContext, args: dict[str, Any], request: Request) -> ASGIApp:
+def _relayed(
+    op: Operation, ctx: OpContext, args: dict[str, Any], request: Request, later: Later
+) -> ASGIApp:
     """The answer of a call whose caller takes a relay stream (``Accept`` names ndjson).
 
     Plain JSON if nothing was relayed before the answer; otherwise ndjson lines, each
@@ -127,6 +145,7 @@ def _relayed(op: Operation, ctx: OpContext, args: dict[str, Any], request: Reque
 
     return LazyAnswer(
         run,
+        later=later,
         streams_ok=False,  # no keep-alive lines: ndjson has none to give
         keepalive=0,
         status_of=lambda _: status[0],
@@ -135,13 +154,13 @@ def _relayed(op: Operation, ctx: OpContext, args: dict[str, Any], request: Reque
     )
 
 
-def _route(op: Operation, ctx: Callable[[], OpContext]) -> Route:
+def _route(op: Operation, ctx: Callable[[], OpContext], later: Later) -> Route:
     async def endpoint(request: Request) -> Response:
         try:
             args = await _gather(op, request)
             _validate(op, args)
             if op.relays and _NDJSON in request.headers.get("accept", ""):
-                return _relayed(op, ctx(), args, request)  # type: ignore[return-value]
+                return _relayed(op, ctx(), args, request, later)  # type: ignore[return-value]
             out = await op.handler(ctx(), args)
             if op.stream is not None:
                 headers = {"Cache-Control": "no-store"}
@@ -157,10 +176,12 @@ def build_app(
     ctx: Callable[[], OpContext],
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
     *,
+    later: Later,
     mcp: ASGIApp | None = None,
 ) -> Starlette:
     """The daemon's app; ``ctx`` returns the live context once the lifespan made it.
 
+    ``later`` runs what a relayed call may need beside it (the lifespan runs it).
     ``mcp`` is the MCP endpoint, served at ``/mcp`` for every HTTP method.
     """
     document = openapi(OPERATIONS)
@@ -182,13 +203,37 @@ def build_app(
             405,
         )
 
-    routes = [_route(op, ctx) for op in OPERATIONS]
+    routes = [_route(op, ctx, later) for op in OPERATIONS]
     routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
+    middleware = []
     if mcp is not None:
         # A Route, not a Mount: a Mount would answer "/mcp" with a redirect to "/mcp/".
         routes.append(Route("/mcp", mcp, name="mcp"))
+        middleware.append(Middleware(_Shortcut, path="/mcp", endpoint=mcp))
     return Starlette(
         routes=routes,
+        middleware=middleware,
         lifespan=lifespan,
         exception_handlers={404: not_found, 405: wrong_method},
     )
+
+
+class _Shortcut:
+    """Requests for one path go straight to its endpoint, past the router.
+
+    The endpoint raises no HTTP exceptions for the exception middleware to answer, so
+    only the router's walk is skipped: a path match against every /v1 route in turn,
+    on the hottest path (/mcp). Errors still reach the server-error middleware.
+    """
+
+    def __init__(self, app: ASGIApp, *, path: str, endpoint: ASGIApp) -> None:
+        self._app = app
+        self._path = path
+        self._endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Anything less plain (a root_path to strip) takes the router's way.
+        if scope["type"] == "http" and scope["path"] == self._path and not scope.get("root_path"):
+            await self._endpoint(scope, receive, send)
+        else:
+            await self._app(scope, receive, send)

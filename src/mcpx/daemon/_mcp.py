@@ -54,6 +54,7 @@ from mcpx.wire import (
     McpError,
 )
 
+from ._later import Later
 from ._mcp_answer import LazyAnswer
 
 __all__ = ["McpEndpoint"]
@@ -115,12 +116,19 @@ class McpEndpoint:
     """The ASGI app mounted at ``/mcp``; holds the legacy sessions of one daemon."""
 
     def __init__(
-        self, ctx: Callable[[], OpContext], *, own: list[str], audience: Audience | None = None
+        self,
+        ctx: Callable[[], OpContext],
+        *,
+        own: list[str],
+        later: Later,
+        audience: Audience | None = None,
     ) -> None:
         """``ctx`` gives the live context; ``own`` holds the daemon's own origin(s);
-        ``audience`` hears of every session, so that it can push to it."""
+        ``later`` runs what a slow answer needs beside its request; ``audience`` hears
+        of every session, so that it can push to it."""
         self._ctx = ctx
         self._own = own
+        self._later = later
         self._audience = audience
         self.sessions: dict[str, _Session] = {}
 
@@ -329,6 +337,7 @@ class McpEndpoint:
     ) -> LazyAnswer:
         return LazyAnswer(
             run,
+            later=self._later,
             streams_ok=_offers_streams(request),
             keepalive=float(self._ctx().settings["transport.sseKeepAlive"]),
             status_of=_status_of if modern else _always_200,

@@ -14,28 +14,34 @@ Invariants:
 - A slow answer on a stream gets a ``: keepalive`` comment every ``sseKeepAlive``, so
   proxies and clients do not time the request out; a client that did not offer event
   streams just waits.
-- The client going away (``http.disconnect``) cancels the request: its upstream call is
-  withdrawn, and nothing is written to a closed connection.
+- The client going away (``http.disconnect``) cancels a request that is still running
+  ``_GUARDED_AFTER`` in (a faster one just finishes): its upstream call is withdrawn,
+  and nothing is written to a closed connection.
 - The HTTP status is decided before the headers go out: for a JSON answer by
   ``status_of`` (2026-07-28: it follows the error code); a stream is always 200.
 """
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.types import Message, Receive, Scope, Send
 
 from mcpx import wire
+
+from ._later import Later
 
 __all__ = ["LazyAnswer", "json_line", "sse_event"]
 
 _KEEPALIVE: Final = b": keepalive\n\n"
 # Emitted frames waiting for the writer; a slow client holds up the request, not memory.
 _BUFFER: Final = 256
+# A request still running after this long gets its guard (at once if it emits frames).
+_GUARDED_AFTER: Final = 0.1
 
 
 def sse_event(frame: wire.Frame) -> bytes:
@@ -51,12 +57,18 @@ class LazyAnswer:
 
     ``run`` is given this answer and returns the response frame (None: 202, nothing to
     say); while it runs it may ``emit`` frames that belong on the request's stream.
+
+    The request runs in the responding task itself. A guard task beside it watches for
+    the client going away and writes what has to be streamed before the answer (emitted
+    frames, keep-alives); it is started by ``later`` only for a request still running
+    after ``_GUARDED_AFTER`` (or one that emits), so a fast JSON answer needs no task.
     """
 
     def __init__(
         self,
         run: Callable[[LazyAnswer], Awaitable[wire.Frame | None]],
         *,
+        later: Later,
         streams_ok: bool,
         keepalive: float,
         status_of: Callable[[wire.Frame], int],
@@ -66,6 +78,7 @@ class LazyAnswer:
         keepalive_bytes: bytes = _KEEPALIVE,
     ) -> None:
         self._run = run
+        self._later = later
         self._stream_type = stream_type
         self._encode = encode
         self._keepalive_bytes = keepalive_bytes
@@ -73,9 +86,22 @@ class LazyAnswer:
         self._keepalive = keepalive
         self._status_of = status_of
         self._headers = headers or {}
-        send, receive = anyio.create_memory_object_stream[tuple[bool, Any]](_BUFFER)
-        self._out: MemoryObjectSendStream[tuple[bool, Any]] = send
-        self._in: MemoryObjectReceiveStream[tuple[bool, Any]] = receive
+        self._pending: deque[wire.Frame] = deque()
+        self._receive: Receive | None = None
+        self._send: Send | None = None
+        self._started_at = 0.0
+        # The request's own scope, cancelled when the client goes away.
+        self._work = anyio.CancelScope()
+        # The guard: its scope, its end, and what it raised (re-raised by the request).
+        self._guard_scope: anyio.CancelScope | None = None
+        self._guard_ended: anyio.Event | None = None
+        self._guard_failed: Exception | None = None
+        # Set while the guard waits for the client, so that emit can wake it.
+        self._wake: anyio.CancelScope | None = None
+        # The answer is being written: the guard writes nothing more, emit drops.
+        self._answered = False
+        # Held by whoever writes once the answer is a stream (the guard, then the end).
+        self._writing: anyio.Lock | None = None
         self.streaming = False
         self.disconnected = False
         self.dropped = 0
@@ -87,51 +113,109 @@ class LazyAnswer:
         after the answer, the frame is dropped (relayed progress and log lines are
         worth less than a stalled upstream reader).
         """
-        try:
-            self._out.send_nowait((False, frame))
-        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        if self._answered or len(self._pending) >= _BUFFER:
             self.dropped += 1
+            return
+        self._pending.append(frame)
+        if self._wake is not None:
+            self._wake.cancel()
+        else:
+            self._start_guard()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._watch, receive, tg.cancel_scope)
-            tg.start_soon(self._work)
-            await self._write(send)
-            tg.cancel_scope.cancel()
+        self._receive, self._send = receive, send
+        self._started_at = anyio.current_time()
+        silence = self._keepalive if self._streams_ok else math.inf
+        self._later.call_later(min(silence, _GUARDED_AFTER), self._start_guard)
+        try:
+            with self._work:
+                reply = await self._run(self)
+        except BaseException:
+            self._answered = True
+            if self._guard_scope is not None:
+                self._guard_scope.cancel()  # it ends at its next step; nothing to write
+            raise
+        self._answered = True
+        if self._guard_failed is not None:
+            await self._end_guard()
+            raise self._guard_failed
+        if self._work.cancelled_caught:
+            await self._end_guard()
+            return  # the client went away: nothing to write
+        if self.streaming or self._pending:
+            async with self._lock():
+                await self._flush(send)
+                if reply is not None:
+                    await send(_body(self._encode(reply)))
+                await send(_body(b"", more=False))
+        else:
+            await self._send_json(send, reply)
+        await self._end_guard()
 
-    async def _watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
-        # The body was read already: the next message is the client going away.
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        self.disconnected = True
-        scope.cancel()
+    def _start_guard(self) -> None:
+        if self._answered or self._guard_scope is not None:
+            return
+        self._guard_scope = anyio.CancelScope()
+        self._guard_ended = anyio.Event()
+        self._later.spawn(self._guarding)
 
-    async def _work(self) -> None:
-        async with self._out:
-            reply = await self._run(self)
-            await self._out.send((True, reply))
+    async def _end_guard(self) -> None:
+        # After the answer the guard has nothing left to do; wait for it to be gone.
+        if self._guard_scope is None or self._guard_ended is None:
+            return
+        self._guard_scope.cancel()
+        await self._guard_ended.wait()
 
-    async def _write(self, send: Send) -> None:
-        async with self._in:
-            while True:
-                wait = self._keepalive if self._streams_ok else None
-                got: tuple[bool, Any] | None = None
-                with anyio.move_on_after(wait):
-                    got = await self._in.receive()
-                if got is None:  # silence: a stream it is, kept alive
-                    await self._start_stream(send)
-                    await send(_body(self._keepalive_bytes))
-                    continue
-                final, frame = got
-                if final and not self.streaming:
-                    await self._send_json(send, frame)
+    async def _guarding(self) -> None:
+        assert self._guard_scope is not None and self._guard_ended is not None
+        try:
+            with self._guard_scope:
+                await self._guard()
+        except Exception as exc:  # handed to the request: a daemon task must not raise
+            self._guard_failed = exc
+            self._work.cancel()
+        finally:
+            self._wake = None
+            self._guard_ended.set()
+
+    async def _guard(self) -> None:
+        assert self._receive is not None and self._send is not None
+        receive, send = self._receive, self._send
+        quiet_since = self._started_at
+        while not self._answered:
+            silence = self._keepalive if self._streams_ok else math.inf
+            with anyio.CancelScope(deadline=quiet_since + silence) as self._wake:
+                if not self._pending:
+                    # The body was read already: the next message is the client going
+                    # away, or the server saying the exchange is over.
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    if not self._answered:
+                        self.disconnected = True
+                        self._work.cancel()
                     return
+            # Woken: frames were emitted, or a stream's silence needs a keep-alive.
+            self._wake = None
+            async with self._lock():
+                if self._answered:
+                    return  # the answer writes what is left
                 await self._start_stream(send)
-                if frame is not None:
-                    await send(_body(self._encode(frame)))
-                if final:
-                    await send(_body(b"", more=False))
-                    return
+                if self._pending:
+                    await self._flush(send)
+                else:
+                    await send(_body(self._keepalive_bytes))
+            quiet_since = anyio.current_time()
+
+    def _lock(self) -> anyio.Lock:
+        # Made only once something is streamed: a JSON answer has one writer.
+        if self._writing is None:
+            self._writing = anyio.Lock()
+        return self._writing
+
+    async def _flush(self, send: Send) -> None:
+        await self._start_stream(send)
+        while self._pending:
+            await send(_body(self._encode(self._pending.popleft())))
 
     async def _start_stream(self, send: Send) -> None:
         if self.streaming:

@@ -40,6 +40,7 @@ from mcpx.questions import Broker, NativeFirst, Question, StateSigner
 from mcpx.server import Audience
 
 from ._app import build_app
+from ._later import Later
 from ._mcp import McpEndpoint
 from ._paths import DaemonPaths
 from ._stdio_channel import serve_stdio_channel
@@ -221,6 +222,7 @@ def serve(
     audience = Audience(settings.policy(), trace)
     relay = Relay()
     events = EventBus(int(settings["events.history"]))
+    later = Later()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -257,6 +259,7 @@ def serve(
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)
             # Inside the pool's context: stdio hosts end before the upstreams they use.
             async with anyio.create_task_group() as channels:
+                await channels.start(later.run)
                 await channels.start(serve_stdio_channel, paths.stdio_socket, lambda: holder[0])
                 try:
                     yield
@@ -268,8 +271,8 @@ def serve(
                     _remove(paths)
 
     # Its own URL is a trusted Origin: a page the daemon served may call /mcp.
-    mcp = McpEndpoint(lambda: holder[0], own=[url], audience=audience)
-    app = build_app(lambda: holder[0], lifespan, mcp=mcp)
+    mcp = McpEndpoint(lambda: holder[0], own=[url], later=later, audience=audience)
+    app = build_app(lambda: holder[0], lifespan, later=later, mcp=mcp)
     info = {
         "pid": os.getpid(),
         "socket": str(paths.socket),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import ERROR_SCHEMA, OpError
 from ._openapi import openapi
 from ._operations import OPERATIONS, TRACE_KEYS, by_name, request_for_caller
+from ._plain_schema import QuickCheck, plain_check
 from ._relay import LEVELS, HostAsker, Notify, Relay, more_verbose
 from ._search import rank_tools
 from ._table import Cli, Operation, Param, Status
@@ -31,11 +32,13 @@ __all__ = [
     "OpError",
     "Operation",
     "Param",
+    "QuickCheck",
     "Relay",
     "Status",
     "by_name",
     "more_verbose",
     "openapi",
+    "plain_check",
     "rank_tools",
     "request_for_caller",
 ]

@@ -47,7 +47,12 @@ class Catalogue:
             UnknownServer: no such server.
         """
         self.pool.server(server)
-        lock = self._locks.setdefault(server, anyio.Lock())
+        lock = self._locks.get(server)
+        known = self._entries.get(server)
+        if not refresh and known is not None and (lock is None or not lock.locked()):
+            return known  # no listing under way: nothing to wait for (the common case)
+        if lock is None:
+            lock = self._locks[server] = anyio.Lock()
         async with lock:
             if refresh or server not in self._entries:
                 self._entries[server] = await self._list(server)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from mcpx import spec, wire
 
 from ._errors import OpError
+from ._plain_schema import QuickCheck, plain_check
 from ._relay import more_verbose
 from ._search import rank_tools
 from ._table import Cli, Operation, Param
@@ -134,25 +135,29 @@ async def tools_describe(ctx: OpContext, args: dict[str, Any]) -> Any:
     return {"server": args["server"], **tool}
 
 
-_VALIDATORS: dict[str, Any] = {}
+_VALIDATORS: dict[str, tuple[Any, QuickCheck | None]] = {}
 
 
-def _validator(schema: dict[str, Any]) -> Any:
-    """A compiled validator per distinct schema: compiling one per call is most of its cost."""
+def _validator(schema: dict[str, Any]) -> tuple[Any, QuickCheck | None]:
+    """A compiled validator per distinct schema (compiling one per call is most of its
+    cost), with the quick check for plain schemas in front of it."""
     import jsonschema
 
     key = wire.dumps(schema).decode()
-    validator = _VALIDATORS.get(key)
-    if validator is None:
+    cached = _VALIDATORS.get(key)
+    if cached is None:
         if len(_VALIDATORS) > 4096:
             _VALIDATORS.clear()
-        validator = _VALIDATORS[key] = jsonschema.validators.validator_for(schema)(schema)
-    return validator
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        cached = _VALIDATORS[key] = (validator, plain_check(schema))
+    return cached
 
 
 def _check_arguments(server: str, tool: dict[str, Any], arguments: dict[str, Any]) -> None:
     schema = tool.get("inputSchema") or {"type": "object"}
-    validator = _validator(schema)
+    validator, quick = _validator(schema)
+    if quick is not None and quick(arguments):
+        return
     problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if problems:
         first = problems[0]

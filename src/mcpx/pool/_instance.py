@@ -89,6 +89,9 @@ class Instance:
                 await self._set_log_level(session)
                 self.session = session
                 self.state = "ready"
+                # Idle from now, not from before a start that may outlast pool.idleTimeout:
+                # whoever started it (the catalogue's listing) is about to use it.
+                self.last_used = time.monotonic()
                 started = True
                 task_status.started()
                 await self._hold(session)

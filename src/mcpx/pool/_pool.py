@@ -98,7 +98,12 @@ class Pool:
         """
         server = self.server(name)
         key = (name, self.scope_key(server, identity))
-        lock = self._locks.setdefault(key, anyio.Lock())
+        lock = self._locks.get(key)
+        current = self._instances.get(key)
+        if current is not None and current.usable and (lock is None or not lock.locked()):
+            return current  # ready, and nobody is replacing it: the common case, lock-free
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
         async with lock:
             current = self._instances.get(key)
             if current is not None and current.usable:
@@ -170,6 +175,10 @@ class Pool:
         finally:
             if not inst.usable:
                 self._instances.pop((name, inst.scope_key), None)
+
+    def holds(self, identity: str) -> bool:
+        """Whether any instance is scoped to ``identity`` (there is something to release)."""
+        return any(i.scope_key == identity for i in self._instances.values())
 
     async def release(self, identity: str) -> int:
         """Stop the idle instances scoped to ``identity`` (its client is gone); how many.

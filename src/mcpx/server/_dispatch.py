@@ -167,7 +167,8 @@ async def _answer(
     try:
         result = await handler(call)
     finally:
-        if identity is None:
+        # Checked first: almost no request starts an instance of its own.
+        if identity is None and ctx.pool.holds(scope):
             with anyio.CancelScope(shield=True):
                 await ctx.pool.release(scope)
     return _spelled(method, result, rev, ctx, settings)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import jsonschema
 
-from mcpx.ops import Operation, OpError, by_name
+from mcpx.ops import Operation, OpError, QuickCheck, by_name, plain_check
 from mcpx.spec import MODERN
 from mcpx.wire import InternalError, InvalidParams, McpError, ResourceNotFound
 
@@ -149,8 +149,12 @@ def _readable_block(server: str, block: object) -> object:
 def _argument_problem(op: Operation, arguments: object) -> str | None:
     if not isinstance(arguments, Mapping):
         return "arguments must be an object"
+    given = dict(arguments)
+    quick = _quick(op.name)
+    if quick is not None and quick(given):
+        return None
     validator = _validator(op.name)
-    problems = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
+    problems = sorted(validator.iter_errors(given), key=lambda e: list(e.path))
     if not problems:
         return None
     where = ".".join(map(str, problems[0].absolute_path)) or "(arguments)"
@@ -161,6 +165,12 @@ def _argument_problem(op: Operation, arguments: object) -> str | None:
 def _validator(op_name: str) -> Any:
     schema = by_name(op_name).input_schema()
     return jsonschema.validators.validator_for(schema)(schema)
+
+
+@cache
+def _quick(op_name: str) -> QuickCheck | None:
+    # Valid arguments pass without jsonschema; anything else gets its exact message.
+    return plain_check(by_name(op_name).input_schema())
 
 
 def _search_matches(out: JSON) -> JSON:

@@ -40,7 +40,11 @@ class Inbox:
     async def put(self, item: Inbound) -> bool:
         """Queue ``item``, waiting for room; False when the inbox is (or becomes) closed."""
         try:
-            await self._send.send(item)
+            try:
+                # With room, no trip through the event loop (send() always takes one).
+                self._send.send_nowait(item)
+            except anyio.WouldBlock:
+                await self._send.send(item)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             return False
         return True
@@ -52,7 +56,11 @@ class Inbox:
             TransportClosed: the inbox is closed and drained; the closing reason.
         """
         try:
-            return await self._receive.receive()
+            try:
+                # Queued already: no trip through the event loop (receive() always takes one).
+                return self._receive.receive_nowait()
+            except anyio.WouldBlock:
+                return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise self.closed_error() from None
 

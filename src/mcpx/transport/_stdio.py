@@ -65,7 +65,8 @@ class StdioTransport:
         self._on_stderr = on_stderr
         self._max_frame = max_frame
         self._inbox = Inbox()
-        self._write_lock = anyio.Lock()
+        # Uncontended (the usual case), taking it costs no trip through the event loop.
+        self._write_lock = anyio.Lock(fast_acquire=True)
         self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self._exited = anyio.Event()
         self._stdout_done = anyio.Event()
