@@ -136,3 +136,43 @@ def test_closing_the_connection_cancels_the_call(daemon: Daemon) -> None:
     while _in_flight(daemon) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _in_flight(daemon) == 0  # withdrawn long before its 60 s
+
+
+def _finished(daemon: Daemon, tool: str, at_least_ms: float) -> dict[str, Any]:
+    """The retained call.finished event of a ``tool`` call that ran ``at_least_ms``."""
+    with daemon.http() as api:
+        params = {"since": 0, "kind": "call.finished"}
+        with api.stream("GET", "/v1/events", params=params, timeout=30) as r:
+            for line in r.iter_lines():  # the replay holds it: found without waiting
+                if line.startswith("data: "):
+                    data: dict[str, Any] = json.loads(line[len("data: ") :])["data"]
+                    if data.get("tool") == tool and data["ms"] >= at_least_ms:
+                        return data
+    raise AssertionError(f"no call.finished for {tool}")
+
+
+def test_a_legacy_client_going_away_does_not_cancel_its_call(daemon: Daemon) -> None:
+    # S-HTTP-23: before 2026-07-28 a disconnect is not a cancellation: the call completes
+    # (its answer has nowhere to go).
+    with httpx.Client(base_url=daemon.info["url"], timeout=30) as mcp:
+        headers = _session(mcp, "2025-11-25")
+    host, port = daemon.info["url"].removeprefix("http://").split(":")
+    body = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": _slow(2)})
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: {BOTH}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+        f"Mcp-Session-Id: {headers['Mcp-Session-Id']}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(head + body.encode())
+        deadline = time.monotonic() + 20
+        while _in_flight(daemon) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _in_flight(daemon) == 1
+    deadline = time.monotonic() + 30
+    while _in_flight(daemon) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _in_flight(daemon) == 0
+    # It ran its 2 s rather than being withdrawn, and ended without an error.
+    finished = _finished(daemon, "slow", 1900)
+    assert "error" not in finished and finished["isError"] is False, finished

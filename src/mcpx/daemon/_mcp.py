@@ -341,6 +341,9 @@ class McpEndpoint:
             streams_ok=_offers_streams(request),
             keepalive=float(self._ctx().settings["transport.sseKeepAlive"]),
             status_of=_status_of if modern else _always_200,
+            # 2026-07-28: closing the stream is cancellation (S-HTTP-24); before, a
+            # disconnect is not (S-HTTP-23): the call completes.
+            cancel_on_disconnect=modern,
         )
 
     # -- GET and DELETE --------------------------------------------------------

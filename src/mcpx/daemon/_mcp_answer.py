@@ -16,7 +16,9 @@ Invariants:
   streams just waits.
 - The client going away (``http.disconnect``) cancels a request that is still running
   ``_GUARDED_AFTER`` in (a faster one just finishes): its upstream call is withdrawn,
-  and nothing is written to a closed connection.
+  and nothing is written to a closed connection. Not so with ``cancel_on_disconnect``
+  off (legacy sessions, 2025-03-26 to 2025-11-25, where a disconnect is not a
+  cancellation, S-HTTP-23): the request runs to its end, and its answer is dropped.
 - The HTTP status is decided before the headers go out: for a JSON answer by
   ``status_of`` (2026-07-28: it follows the error code); a stream is always 200.
 """
@@ -76,8 +78,10 @@ class LazyAnswer:
         stream_type: str = "text/event-stream",
         encode: Callable[[wire.Frame], bytes] = sse_event,
         keepalive_bytes: bytes = _KEEPALIVE,
+        cancel_on_disconnect: bool = True,
     ) -> None:
         self._run = run
+        self._cancel_on_disconnect = cancel_on_disconnect
         self._later = later
         self._stream_type = stream_type
         self._encode = encode
@@ -192,7 +196,8 @@ class LazyAnswer:
                         pass
                     if not self._answered:
                         self.disconnected = True
-                        self._work.cancel()
+                        if self._cancel_on_disconnect:
+                            self._work.cancel()
                     return
             # Woken: frames were emitted, or a stream's silence needs a keep-alive.
             self._wake = None
