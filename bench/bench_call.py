@@ -1,7 +1,7 @@
 """Call throughput and latency: mcpx's client and server sides against direct calls and peers.
 
     bash bench/setup.sh            # peers + fastmcp 4.1.x + mcp-proxy 0.13 in .tooling (once)
-    .venv/bin/python bench/bench_call.py [--n 2000] [--reps 3]
+    .venv/bin/python bench/bench_call.py [--n 2000] [--reps 3] [--only e,h]
 
 In one run, interleaved (the order rotated each repetition), medians of ``--reps``
 repetitions, each sequentially and 8-concurrently, all against the same echo upstream
@@ -85,7 +85,9 @@ RATIOS = [
 ]
 
 
-def throughput(n: int, reps: int, work: Path) -> dict[str, list[float]]:
+def throughput(
+    n: int, reps: int, work: Path, only: frozenset[str] = frozenset()
+) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
     with (
         mcpx_daemon({"echo": {"command": SERVER[0], "args": SERVER[1:]}}, work) as d,
@@ -109,7 +111,7 @@ def throughput(n: int, reps: int, work: Path) -> dict[str, list[float]]:
                     "g": [PY, WORKERS, "http", *nc, "mcp", fastmcp_tcp],
                     "h": [PY, WORKERS, "http", *nc, "legacy", mcp_proxy_url],
                 }
-                order = list(runs)
+                order = [k for k in runs if not only or k in only]
                 shift = rep % len(order)
                 for key in order[shift:] + order[:shift]:
                     rps = run_json(runs[key], env=d["env"])["rps"]
@@ -189,10 +191,13 @@ def report(med: dict[str, float], n: int, reps: int) -> None:
     print(f"N={n} calls, median of {reps} interleaved repetitions (calls/s)")
     print(f"{'path':<36}{'sequential':>12}{'8-concurrent':>14}")
     for key, label in PATHS:
-        print(f"{label:<36}{med[key + '/1']:>12.0f}{med[key + '/8']:>14.0f}")
+        if key + "/1" in med:  # --only leaves rows out
+            print(f"{label:<36}{med[key + '/1']:>12.0f}{med[key + '/8']:>14.0f}")
     print()
     print(f"{'ratio':<36}{'sequential':>12}{'8-concurrent':>14}  target")
     for top, bottom, target in RATIOS:
+        if f"{top}/1" not in med or f"{bottom}/1" not in med:
+            continue
         cells = ""
         verdict = []
         for conc in (1, 8):
@@ -208,6 +213,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--only", default="", help="Only these rows, comma-separated (e.g. e,h); ratios need both"
+    )
     args = parser.parse_args()
     for needed in (SDK_PY, FASTMCP_PY, MCP_PROXY):
         if not needed.exists():
@@ -215,7 +223,8 @@ def main() -> None:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="mcpx-bench-") as tmp:
         work = Path(tmp)
-        results = throughput(args.n, args.reps, work)
+        only = frozenset(filter(None, args.only.split(",")))
+        results = throughput(args.n, args.reps, work, only)
         idle, ten = rss_with_ten(work)
         per_call = http_requests_per_call(work)
     med = {k: statistics.median(v) for k, v in results.items()}

@@ -105,6 +105,8 @@ async def test_tools_are_mcpx_own_in_a_fixed_order(rev: str, sent_frames: FrameL
         assert all(t["inputSchema"]["type"] == "object" for t in tools)
         call = tools[0]["inputSchema"]
         assert set(call["required"]) == {"server", "tool"}
+        # What /v1/call reads from HTTP headers is no tool argument.
+        assert set(call["properties"]) == {"server", "tool", "arguments", "timeout"}
 
 
 async def test_mcpx_call_carries_the_upstream_result(rev: str, sent_frames: FrameLog) -> None:

@@ -492,9 +492,10 @@ OPERATIONS: tuple[Operation, ...] = (
             _TIMEOUT,
             Param(
                 _QUESTIONS_HEADER,
-                {"type": "string", "enum": ["return", "wait"]},
+                {"type": "string"},
                 "return: on a question nobody present can answer, answer 202 at once with "
-                "it and the call's task id (the call goes on); wait (default): wait for it",
+                "it and the call's task id (the call goes on); anything else (wait, the "
+                "default): wait for the answer",
                 where="header",
             ),
         ),

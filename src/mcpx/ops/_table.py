@@ -66,11 +66,13 @@ class Operation:
     # application/x-ndjson lines, to a caller whose Accept asks for them.
     relays: bool = False
 
-    def input_schema(self) -> dict[str, Any]:
-        """The operation's whole input as one JSON Schema object."""
+    def input_schema(self, *, headers: bool = True) -> dict[str, Any]:
+        """The operation's whole input as one JSON Schema object (without the HTTP
+        headers it reads, for the MCP tools made from it: they have none)."""
+        params = [p for p in self.params if headers or p.where != "header"]
         return {
             "type": "object",
-            "properties": {p.name: {**p.schema, "description": p.doc} for p in self.params},
-            "required": [p.name for p in self.params if p.required],
+            "properties": {p.name: {**p.schema, "description": p.doc} for p in params},
+            "required": [p.name for p in params if p.required],
             "additionalProperties": False,
         }

@@ -74,7 +74,7 @@ _MATCH_KEYS: Final = ("server", "name", "description", "inputSchema")
 def gateway_tools() -> tuple[JSON, ...]:
     """mcpx's own ``Tool`` objects, newest shape, in a fixed order."""
     return tuple(
-        {"name": name, "description": op.doc, "inputSchema": op.input_schema()}
+        {"name": name, "description": op.doc, "inputSchema": op.input_schema(headers=False)}
         for name, op in _tool_ops().items()
     )
 
@@ -163,14 +163,14 @@ def _argument_problem(op: Operation, arguments: object) -> str | None:
 
 @cache
 def _validator(op_name: str) -> Any:
-    schema = by_name(op_name).input_schema()
+    schema = by_name(op_name).input_schema(headers=False)
     return jsonschema.validators.validator_for(schema)(schema)
 
 
 @cache
 def _quick(op_name: str) -> QuickCheck | None:
     # Valid arguments pass without jsonschema; anything else gets its exact message.
-    return plain_check(by_name(op_name).input_schema())
+    return plain_check(by_name(op_name).input_schema(headers=False))
 
 
 def _search_matches(out: JSON) -> JSON:
