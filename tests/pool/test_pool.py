@@ -111,3 +111,30 @@ def test_call_budget_is_clamped_never_raised() -> None:
     assert call_budget(config, 600) == 10
     assert call_budget(config, 0) == 10
     assert call_budget(config, None) == 10
+
+
+async def test_a_request_pending_on_a_stopped_instance_fails_at_once() -> None:
+    # The instance goes away under a call (stopped): the call fails now, naming the
+    # server, rather than waiting out its budget (pool.callTimeout, 120 s here).
+    failed: list[BaseException] = []
+
+    async def slow_call(pool: object) -> None:
+        slow = {"name": "slow", "arguments": {"seconds": 60, "steps": 1}}
+        try:
+            await pool.request("demo", "tools/call", slow)  # type: ignore[attr-defined]
+        except UpstreamError as exc:
+            failed.append(exc)
+
+    with anyio.fail_after(30):
+        async with open_pool({"demo": demo()}, settings()) as pool, anyio.create_task_group() as tg:
+            await _echo(pool)  # started and warm
+            tg.start_soon(slow_call, pool)
+            [instance] = pool.instances("demo")
+            for _ in range(500):  # bounded: until the call is in flight on the instance
+                if instance.in_flight:
+                    break
+                await anyio.sleep(0.01)
+            assert instance.in_flight == 1
+            await instance.stop()
+    [error] = failed
+    assert "demo" in str(error) and "closed" in str(error), error

@@ -355,4 +355,6 @@ async def open_connection(
         try:
             yield conn
         finally:
+            # Requests still waiting fail now, not when their budgets run out.
+            conn._break("the connection was closed")
             tg.cancel_scope.cancel()
