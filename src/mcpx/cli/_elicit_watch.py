@@ -19,9 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
-import http.client
 import json
-import os
 import sys
 from typing import Any, Final
 
@@ -30,7 +28,7 @@ import click
 from ._answer_fields import prompted_content
 from ._daemon import DaemonClient
 from ._elicit import brief, clock, daemon_get, fail, settle, summary, time_left
-from ._events import _data_lines
+from ._events import _data_lines, stream_ends
 from ._http import Reply
 
 __all__ = ["watch"]
@@ -41,18 +39,13 @@ _KINDS: Final = "question.asked,question.closed"
 def watch(client: DaemonClient, as_json: bool, count: int | None) -> None:
     """Show the waiting questions, then each new one, until Ctrl-C or ``count``."""
     watcher = _Watcher(client, as_json, count, not as_json and sys.stdin.isatty())
-    try:
-        watcher.run()
-    except (KeyboardInterrupt, click.Abort):
+
+    def interrupted() -> None:
         if watcher.interactive:
             click.echo("")  # off the line the prompt left
-        raise SystemExit(0) from None
-    except BrokenPipeError:
-        # Nothing more can be printed; stop Python complaining when it flushes at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(0) from None
-    except (OSError, http.client.HTTPException) as exc:
-        raise click.ClickException(f"lost the daemon's event stream: {exc!r}") from exc
+
+    with stream_ends(interrupted):
+        watcher.run()
 
 
 class _Done(Exception):

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 import click
@@ -25,7 +26,7 @@ import click
 from ._daemon import DaemonClient
 from ._http import Reply
 
-__all__ = ["follow", "render"]
+__all__ = ["follow", "render", "stream_ends"]
 
 _WIDTH = 160
 
@@ -39,7 +40,7 @@ def follow(
     fail: Callable[[Reply], None],
 ) -> None:
     """Print the events of ``path`` until Ctrl-C or the daemon ends the stream."""
-    try:
+    with stream_ends():
         client.ensure()
         with client.http().stream("GET", path, params=params) as response:
             if response.status >= 400:
@@ -47,7 +48,16 @@ def follow(
             for data in _data_lines(response):
                 click.echo(data if as_json else render(json.loads(data)))
         click.echo("mcpx: the daemon ended the event stream", err=True)
-    except KeyboardInterrupt:
+
+
+@contextmanager
+def stream_ends(interrupted: Callable[[], None] = lambda: None) -> Iterator[None]:
+    """How a command following the daemon's events ends: Ctrl-C (``interrupted`` is
+    told first) and a closed stdout with status 0, a lost daemon with an error."""
+    try:
+        yield
+    except (KeyboardInterrupt, click.Abort):
+        interrupted()
         raise SystemExit(0) from None
     except BrokenPipeError:
         # Nothing more can be printed; stop Python complaining when it flushes at exit.
