@@ -16,11 +16,14 @@ over stdio (tests/fixtures/sdk_server.py on the official SDK 2.3.0):
      ``initialize`` 2025-11-25 once, then ``tools/call`` of ``mcpx_call``;
 (d') the same, 2026-07-28 (no handshake, ``_meta`` on each request);
 (e)  mcpx /mcp: stateless 2026-07-28 ``tools/call`` of ``mcpx_call`` POSTed to the
-     daemon's ``/mcp`` on 127.0.0.1 (keep-alive);
+     daemon's ``/mcp`` on 127.0.0.1 by a raw HTTP/1.1 host (keep-alive, a socket per lane);
 (f)  fastmcp stdio: the host of (d) spawning fastmcp's proxy run over stdio, calling ``echo``;
 (g)  fastmcp HTTP: (c) on 127.0.0.1 instead of a unix socket;
 (h)  mcp-proxy 0.13 (on the SDK 1.x, its own venv): its Streamable HTTP ``/mcp`` on
-     127.0.0.1, one 2025-11-25 session (its ``Mcp-Session-Id``), keep-alive.
+     127.0.0.1, one 2025-11-25 session (its ``Mcp-Session-Id``), the host of (e);
+(e*), (h*) the same two with httpx's async client as the host: it spends about 3 ms of
+     CPU per call itself, more than either gateway, which is why (e) and (h) use the raw
+     host, as (d) and (f) do over stdio.
 
 Also: a warm pool's first call from a fresh CLI process, the daemon's RSS with 10
 upstreams started, and the number of upstream HTTP requests per call for a Streamable
@@ -72,11 +75,14 @@ PATHS = [
     ("f", "(f)  fastmcp proxy stdio->stdio"),
     ("g", "(g)  fastmcp proxy HTTP->stdio"),
     ("h", "(h)  mcp-proxy HTTP->stdio"),
+    ("e*", "(e*) mcpx /mcp, httpx host"),
+    ("h*", "(h*) mcp-proxy, httpx host"),
 ]
 # (numerator, denominator, target or None): the ratios printed under the table.
 RATIOS = [
     ("d", "f", 2.0),
     ("e", "h", 1.5),
+    ("e*", "h*", None),
     ("d", "a", None),
     ("e", "a", None),
     ("d", "a'", None),
@@ -106,10 +112,12 @@ def throughput(
                     "c": [PY, WORKERS, "http", *nc, "mcp", fastmcp_unix],
                     "d": [PY, WORKERS, "stdio", *nc, LEGACY, "mcpx:echo", "--", *SERVE],
                     "d'": [PY, WORKERS, "stdio", *nc, MODERN, "mcpx:echo", "--", *SERVE],
-                    "e": [PY, WORKERS, "http", *nc, "mcpx-mcp", d["url"]],
+                    "e": [PY, WORKERS, "raw-http", *nc, "mcpx-mcp", d["url"]],
                     "f": [PY, WORKERS, "stdio", *nc, LEGACY, "echo", "--", *FASTMCP_STDIO],
                     "g": [PY, WORKERS, "http", *nc, "mcp", fastmcp_tcp],
-                    "h": [PY, WORKERS, "http", *nc, "legacy", mcp_proxy_url],
+                    "h": [PY, WORKERS, "raw-http", *nc, "legacy", mcp_proxy_url],
+                    "e*": [PY, WORKERS, "http", *nc, "mcpx-mcp", d["url"]],
+                    "h*": [PY, WORKERS, "http", *nc, "legacy", mcp_proxy_url],
                 }
                 order = [k for k in runs if not only or k in only]
                 shift = rep % len(order)

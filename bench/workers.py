@@ -2,7 +2,8 @@
 
     python workers.py sdk   N CONC -- SERVER ARGV...        the official SDK client, direct
     python workers.py stdio N CONC REV TARGET -- ARGV...    a raw JSON-lines host over stdio
-    python workers.py http  N CONC KIND TARGET              an HTTP host (keep-alive)
+    python workers.py http  N CONC KIND TARGET              an HTTP host on httpx (keep-alive)
+    python workers.py raw-http N CONC KIND TARGET           a raw HTTP/1.1 host (keep-alive)
     python workers.py fastmcp-proxy WHERE -- SERVER ARGV... fastmcp's proxy over HTTP
     python workers.py fastmcp-stdio -- SERVER ARGV...       fastmcp's proxy over stdio
 
@@ -13,13 +14,16 @@ older: one ``initialize`` first; 2026-07-28: no handshake, ``_meta`` on every re
 ``http`` KIND: ``mcpx`` (``POST /v1/call``), ``mcp`` (stateless 2026-07-28 ``tools/call``
 of ``echo`` on ``/mcp``), ``mcpx-mcp`` (the same, of ``mcpx_call``), ``legacy`` (a
 2025-11-25 session on ``/mcp``: initialize, then calls with its ``Mcp-Session-Id``).
-TARGET: a unix socket path, or an ``http://127.0.0.1:PORT`` url.
+TARGET: a unix socket path, or an ``http://127.0.0.1:PORT`` url. ``raw-http`` sends the
+same requests as ``http`` from a few lines of HTTP/1.1 over one socket per lane, so that,
+like the raw JSON-lines host, the host's own cost does not hide the gateways' (httpx's
+async client spends about 3 ms of CPU per call here, more than the gateway under test).
 
 ``fastmcp-proxy`` WHERE: a unix socket path, or a port number on 127.0.0.1.
 
-``sdk`` needs ``mcp`` (2.x); ``stdio`` needs ``anyio``; ``http`` needs ``httpx``; the
-``fastmcp-*`` ones need ``fastmcp``. Only standard-library imports at module level, so
-each runs in its own virtualenv.
+``sdk`` needs ``mcp`` (2.x); ``stdio`` and ``raw-http`` need ``anyio``; ``http`` needs
+``httpx``; the ``fastmcp-*`` ones need ``fastmcp``. Only standard-library imports at module
+level, so each runs in its own virtualenv.
 """
 
 from __future__ import annotations
@@ -215,6 +219,100 @@ async def _http(n: int, concurrency: int, kind: str, target: str) -> None:
         await _timed(n, concurrency, one)
 
 
+class _RawHttp:
+    """One keep-alive HTTP/1.1 connection: a request written whole, the response read by
+    its Content-Length or to the last chunk (an SSE answer ends its stream)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._buffer = b""
+
+    @classmethod
+    async def connect(cls, target: str) -> _RawHttp:
+        import anyio
+
+        if target.startswith("http://"):
+            host, _, port = target.removeprefix("http://").split("/")[0].partition(":")
+            return cls(await anyio.connect_tcp(host, int(port)))
+        return cls(await anyio.connect_unix(target))
+
+    async def post(
+        self, path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
+        data = json.dumps(body).encode()
+        lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json"]
+        lines += [f"{k}: {v}" for k, v in headers.items()] + [f"Content-Length: {len(data)}"]
+        await self._stream.send("\r\n".join(lines).encode() + b"\r\n\r\n" + data)
+        head = (await self._until(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(head[0].split()[1])
+        fields = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in head[1:])}
+        if "content-length" in fields:
+            return status, fields, await self._exactly(int(fields["content-length"]))
+        if fields.get("transfer-encoding") != "chunked":
+            return status, fields, b""
+        chunks = []
+        while size := int((await self._until(b"\r\n")).split(b";")[0], 16):
+            chunks.append(await self._exactly(size))
+            await self._exactly(2)
+        await self._until(b"\r\n")  # the empty trailer
+        return status, fields, b"".join(chunks)
+
+    async def _until(self, mark: bytes) -> bytes:
+        while (at := self._buffer.find(mark)) < 0:
+            self._buffer += await self._stream.receive()
+        found, self._buffer = self._buffer[:at], self._buffer[at + len(mark) :]
+        return found
+
+    async def _exactly(self, size: int) -> bytes:
+        while len(self._buffer) < size:
+            self._buffer += await self._stream.receive()
+        found, self._buffer = self._buffer[:size], self._buffer[size:]
+        return found
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+def _json_or_event(body: bytes) -> Any:
+    """A JSON body, or the JSON of an SSE answer's ``data:`` line."""
+    if body.lstrip().startswith(b"{"):
+        return json.loads(body)
+    data = [line[5:] for line in body.splitlines() if line.startswith(b"data:")]
+    return json.loads(data[-1])
+
+
+async def _raw_http(n: int, concurrency: int, kind: str, target: str) -> None:
+    free = [await _RawHttp.connect(target)]
+    session: dict[str, str] = {}
+    if kind == "legacy":
+        path, body, headers = "/mcp", {}, {"Accept": ACCEPT}
+        info = {"name": "bench", "version": "1"}
+        init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": info}
+        body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}
+        status, fields, answer = await free[0].post(path, body, headers)
+        session["Mcp-Session-Id"] = fields["mcp-session-id"]
+        version = _json_or_event(answer)["result"]["protocolVersion"]
+        session["MCP-Protocol-Version"] = version
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        status, _, _ = await free[0].post(path, note, {**headers, **session})
+        if status != 202:
+            raise RuntimeError(f"legacy: notifications/initialized got HTTP {status}")
+
+    async def one(i: int) -> None:
+        connection = free.pop() if free else await _RawHttp.connect(target)
+        path, body, headers = _http_body(kind, i)
+        status, _, answer = await connection.post(path, body, {**headers, **session})
+        if status != 200 or f"m{i}".encode() not in answer:
+            raise RuntimeError(f"{kind}: HTTP {status}: {answer[:300]!r}")
+        free.append(connection)
+
+    try:
+        await _timed(n, concurrency, one)
+    finally:
+        for connection in free:
+            await connection.aclose()
+
+
 def _fastmcp(argv: list[str]) -> Any:
     from fastmcp.server import create_proxy
 
@@ -243,6 +341,8 @@ def main() -> None:
         anyio.run(_stdio, int(rest[0]), int(rest[1]), rest[2], rest[3], argv)
     elif what == "http":
         anyio.run(_http, int(rest[0]), int(rest[1]), rest[2], rest[3])
+    elif what == "raw-http":
+        anyio.run(_raw_http, int(rest[0]), int(rest[1]), rest[2], rest[3])
     elif what == "fastmcp-proxy":
         _fastmcp_proxy(rest[0], argv)
     elif what == "fastmcp-stdio":

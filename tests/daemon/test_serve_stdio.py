@@ -32,7 +32,9 @@ ECHO = {"server": "demo", "tool": "echo", "arguments": {"text": "hi"}}
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    servers = {"demo": {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}}
+    demo = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
+    # "mine": an instance per host, started while that host's session runs.
+    servers = {"demo": demo, "mine": {**demo, "scope": "identity"}}
     with running_daemon(tmp_path_factory.mktemp("serve"), servers) as d:
         yield d
 
@@ -270,6 +272,55 @@ def test_daemon_serves_handed_off_pipes(daemon: Daemon) -> None:
     os.close(out_r)
     assert {a["id"] for a in answers} == {1, 2}
     assert answers[0]["result"]["protocolVersion"] == "2025-06-18"
+
+
+def _read_until(fd: int, needle: bytes, limit: float = 60) -> bytes:
+    data = b""
+    while needle not in data:
+        ready, _, _ = select.select([fd], [], [], limit)
+        assert ready, f"no {needle!r} within {limit} s; so far {data!r}"
+        chunk = os.read(fd, 65536)
+        assert chunk, f"EOF before {needle!r}; so far {data!r}"
+        data += chunk
+    return data
+
+
+def test_an_upstream_started_during_a_hand_off_does_not_hold_the_hosts_pipes(
+    daemon: Daemon,
+) -> None:
+    """Descriptors received with a hand-off are not inherited by upstreams the daemon
+    spawns: otherwise the host's stdout would stay open, after the session ended, for
+    as long as such an upstream lives."""
+    from mcpx.daemon._stdio_channel import HANDOFF
+
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    pipes = {f"pipe:[{os.fstat(fd).st_ino}]" for fd in (in_r, out_w)}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(DaemonPaths(daemon.state).stdio_socket))
+        socket.send_fds(sock, [HANDOFF], [in_r, out_w])
+        os.close(in_r)
+        os.close(out_w)
+        assert sock.recv(64) == b"OK\n"
+        call = {"server": "mine", "tool": "echo", "arguments": {"text": "hi"}}
+        lines = [
+            _request(1, "initialize", _INIT),
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            _request(2, "tools/call", {"name": "mcpx_call", "arguments": call}),
+        ]
+        os.write(in_w, "".join(json.dumps(x) + "\n" for x in lines).encode())
+        _read_until(out_r, b'"id":2')
+        with daemon.http() as client:
+            servers = client.get("/v1/servers").json()["servers"]
+        mine = next(s for s in servers if s["name"] == "mine")
+        pid = mine["instances"][0]["pid"]
+        held = {os.readlink(f"/proc/{pid}/fd/{n}") for n in os.listdir(f"/proc/{pid}/fd")}
+        assert not pipes & held, f"upstream {pid} holds the host's pipes"
+        os.close(in_w)
+        _read_all(out_r)  # EOF: nothing else holds the host's stdout open
+        os.kill(pid, 0)  # while that upstream still runs
+    os.close(out_r)
 
 
 def test_daemon_refuses_what_it_cannot_serve(daemon: Daemon, tmp_path: Path) -> None:

@@ -113,6 +113,10 @@ async def _accept(stream: SocketStream, ctx: OpContext) -> None:
         except RuntimeError as exc:  # ancillary data other than descriptors
             log.warning("stdio connection refused (%s): %s", exc, identity)
             return
+        for fd in fds:
+            # Received descriptors are inheritable: an upstream spawned later would hold
+            # the host's pipes open, and the host would never see its stdout end.
+            os.set_inheritable(fd, False)
         if first.startswith(HANDOFF) and fds:
             options, _ = _options(first[len(HANDOFF) :])
             await _handed_off(stream, fds, identity, ctx, options)
