@@ -109,7 +109,7 @@ SCHEMA = {
 }
 
 
-# C-HTTP-26
+# C-HTTP-26, C-HTTP-27, C-HTTP-28
 def test_param_headers_found_and_mirrored() -> None:
     marked = param_headers(SCHEMA)
     assert [(h.header, h.path) for h in marked] == [

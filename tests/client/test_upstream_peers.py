@@ -94,6 +94,7 @@ async def _exercise(session: Any) -> None:
 
 
 # C-LC-3 C-LC-5 C-LC-7 C-LC-22 C-LC-23: discover first on stdio, then the handshake.
+# C-LC-1, C-LC-17, C-STDIO-6, C-MSG-1, C-ERR-7
 @pytest.mark.parametrize("version", PEER_VERSIONS)
 async def test_stdio_every_release(version: str, sent_frames: FrameLog) -> None:
     recorder = Recorder()
@@ -151,6 +152,7 @@ QUESTION_CASES = [(v, "stdio") for v in PEER_VERSIONS] + [("2.3.0", "http"), ("1
 
 
 # C-LC-2 C-MRTR-1 C-MRTR-3: input_required rounds answered and retried (2.3.0).
+# C-HTTP-6, C-SREQ-3
 @pytest.mark.parametrize(("version", "transport"), QUESTION_CASES)
 async def test_questions_reach_the_one_handler(
     version: str, transport: str, sent_frames: FrameLog
@@ -224,6 +226,7 @@ async def _everything(session: Any) -> None:
 
 
 # C-LC-22 (cached: one probe per configuration)
+# C-LC-30, C-LC-31
 async def test_era_cache_skips_the_probe(tmp_path: Path, sent_frames: FrameLog) -> None:
     server = stdio_server("legacy", sdk_server_command("1.23.3", "stdio"))
     first = Recorder()

@@ -143,6 +143,7 @@ def test_a_crashed_upstream_names_server_and_status(daemon: Daemon) -> None:
         assert again.status_code == 502 and "status 3" in again.json()["error"]["message"]
 
 
+# C-STDIO-11
 def test_a_killed_instance_is_replaced(daemon: Daemon) -> None:
     with daemon.http() as client:
         client.post("/v1/call", json={"server": "sdk", "tool": "echo", "arguments": {"text": "a"}})
@@ -162,6 +163,7 @@ def test_a_killed_instance_is_replaced(daemon: Daemon) -> None:
         assert servers["sdk"]["instances"][0]["pid"] != pid
 
 
+# C-CANC-10, C-CANC-12
 def test_timeouts_are_clamped_never_raised(daemon: Daemon) -> None:
     with daemon.http() as client:
         low = client.post(

@@ -62,6 +62,7 @@ def _events(body: str) -> tuple[list[dict[str, Any]], int]:
     return frames, comments
 
 
+# S-HTTP-7, S-HTTP-8
 @pytest.mark.parametrize("rev", ["2025-03-26", "2025-11-25"])
 def test_a_slow_call_becomes_a_stream_with_keepalives(
     daemon: Daemon, rev: str, sent_frames: FrameLog
@@ -115,6 +116,7 @@ def _in_flight(daemon: Daemon) -> int:
     return sum(i["inFlight"] for s in servers for i in s["instances"])
 
 
+# S-CANC-8
 def test_closing_the_connection_cancels_the_call(daemon: Daemon) -> None:
     # A raw socket: the test decides exactly when the connection goes away.
     host, port = daemon.info["url"].removeprefix("http://").split(":")

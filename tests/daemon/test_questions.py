@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.daemon import Daemon, running_daemon, sdk_entry
+from support.daemon import Daemon, legacy_session, running_daemon, sdk_entry
 
 REV = "2025-11-25"
 BOTH = "application/json, text/event-stream"
@@ -25,13 +25,6 @@ BOTH = "application/json, text/event-stream"
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     with running_daemon(tmp_path_factory.mktemp("questions"), {"sdk": sdk_entry("1.23.3")}) as d:
         yield d
-
-
-def _session(mcp: httpx.Client, capabilities: dict[str, Any]) -> dict[str, str]:
-    params = {"protocolVersion": REV, "capabilities": capabilities}
-    params["clientInfo"] = {"name": "t", "version": "1"}
-    r = mcp.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
-    return {"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": REV}
 
 
 def _call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +43,7 @@ def _ask_and_answer(
     """Make the call; answer the one question it brings with ``reply``; all it streamed."""
     seen: list[dict[str, Any]] = []
     with httpx.Client(base_url=daemon.info["url"], timeout=30) as mcp:
-        headers = _session(mcp, capabilities)
+        headers = legacy_session(mcp, capabilities)
         with mcp.stream("POST", "/mcp", json=call, headers={**headers, "Accept": BOTH}) as r:
             assert r.headers["content-type"].startswith("text/event-stream")
             for line in r.iter_lines():
@@ -67,6 +60,7 @@ def _ask_and_answer(
     raise AssertionError(f"no answer in {seen}")
 
 
+# C-ELIC-6
 def test_elicitation_reaches_the_calling_host_and_back(daemon: Daemon) -> None:
     reply = {"result": {"action": "accept", "content": {"answer": "blue"}}}
     seen, final = _ask_and_answer(
@@ -95,12 +89,13 @@ def test_sampling_and_roots_reach_a_host_that_declared_them(daemon: Daemon) -> N
 
 def test_a_host_that_declared_no_roots_gets_mcpxs_own(daemon: Daemon) -> None:
     with httpx.Client(base_url=daemon.info["url"], timeout=30) as mcp:
-        headers = _session(mcp, {})
+        headers = legacy_session(mcp, {})
         r = mcp.post("/mcp", json=_call("roots", {}), headers={**headers, "Accept": BOTH})
     assert r.headers["content-type"] == "application/json"  # nothing was asked
     assert r.json()["result"]["content"][0]["text"] == "[]"
 
 
+# C-ELIC-9
 def test_a_question_nobody_present_can_answer_waits_in_the_broker(daemon: Daemon) -> None:
     # S-INPUT-1: the host declared no elicitation: it is sent none; the question goes to
     # the broker, and /v1 answers. S-INPUT-13: an answer is checked against the schema.
@@ -108,7 +103,7 @@ def test_a_question_nobody_present_can_answer_waits_in_the_broker(daemon: Daemon
 
     def call() -> None:
         with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
-            headers = _session(mcp, {})
+            headers = legacy_session(mcp, {})
             result.append(mcp.post("/mcp", json=_call("ask", {"question": "ok?"}), headers=headers))
 
     caller = threading.Thread(target=call, daemon=True)
@@ -150,7 +145,7 @@ def test_attribution_is_per_instance_of_an_identity_scoped_server(scoped: Daemon
 
     def slow_host() -> None:
         with httpx.Client(base_url=scoped.info["url"], timeout=30) as mcp:
-            headers = _session(mcp, {"elicitation": {}})
+            headers = legacy_session(mcp, {"elicitation": {}})
             call = {**_call("slow", {"seconds": 3}), "id": 9}
             with mcp.stream("POST", "/mcp", json=call, headers={**headers, "Accept": BOTH}) as r:
                 for line in r.iter_lines():

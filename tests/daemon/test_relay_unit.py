@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from mcpx.ops import Relay, more_verbose
+from mcpx.ops._relay import LOG_LINES_PER_SECOND
 
 
 class Host:
@@ -16,6 +17,7 @@ class Host:
         self.got.append((method, params))
 
 
+# S-PROG-1, S-PROG-4, C-PROG-3
 def test_progress_token_swapped_and_restored() -> None:
     relay, host = Relay(), Host()
     with relay.call("s", host, {"progressToken": "host-1"}, None) as token:
@@ -38,6 +40,7 @@ def test_progress_token_swapped_and_restored() -> None:
     )
 
 
+# S-PROG-2, S-PROG-4, S-PROG-5, C-PROG-3
 def test_only_forward_rate_limited_final_always_then_nothing() -> None:
     relay, host = Relay(), Host()
     with relay.call("s", host, {"progressToken": 5}, None) as token:
@@ -58,6 +61,7 @@ def test_only_forward_rate_limited_final_always_then_nothing() -> None:
     assert [p["progress"] for _, p in host.got] == [1, 3, 10]
 
 
+# S-PROG-1
 def test_no_token_no_progress_and_no_notify_no_route() -> None:
     relay, host = Relay(), Host()
     with relay.call("s", host, {}, "info") as token:
@@ -66,31 +70,58 @@ def test_no_token_no_progress_and_no_notify_no_route() -> None:
         assert token is None
 
 
-def test_log_messages_by_level_to_calls_on_that_server() -> None:
+def _log(relay: Relay, server: str, scope: str, level: str, data: str) -> int:
+    params = {"level": level, "data": data}
+    return relay.upstream_notified(server, "notifications/message", params, scope)
+
+
+# C-LOG-4
+def test_log_messages_by_level_to_the_only_call_on_that_instance() -> None:
     relay = Relay()
     verbose, quiet, elsewhere, unset = Host(), Host(), Host(), Host()
-    with (
-        relay.call("s", verbose, None, "debug"),
-        relay.call("s", quiet, None, "error"),
-        relay.call("t", elsewhere, None, "debug"),
-        relay.call("s", unset, None, None),
-    ):
-        assert (
-            relay.upstream_notified("s", "notifications/message", {"level": "warning", "data": "w"})
-            == 1
-        )
-        assert (
-            relay.upstream_notified(
-                "s", "notifications/message", {"level": "critical", "data": "c"}
-            )
-            == 2
-        )
-    assert [p["data"] for _, p in verbose.got] == ["w", "c"]
+    with relay.call("s", verbose, None, "debug", scope="a"):
+        assert _log(relay, "s", "a", "warning", "w") == 1
+        with relay.call("t", elsewhere, None, "debug", scope="a"):
+            assert _log(relay, "s", "a", "info", "i") == 1  # another server's call: no matter
+    with relay.call("s", quiet, None, "error", scope="a"):
+        assert _log(relay, "s", "a", "warning", "below its level") == 0
+        assert _log(relay, "s", "a", "critical", "c") == 1
+    with relay.call("s", unset, None, None, scope="a"):
+        assert _log(relay, "s", "a", "critical", "no level set") == 0  # S-LOG-4
+    assert [p["data"] for _, p in verbose.got] == ["w", "i"]
     assert [p["data"] for _, p in quiet.got] == ["c"]
     assert elsewhere.got == [] and unset.got == []
+
+
+# S-HTTP-12, S-HTTP-13
+def test_a_log_line_no_call_can_be_credited_with_reaches_no_host() -> None:
+    relay = Relay()
+    one, two, own = Host(), Host(), Host()
+    with (
+        relay.call("s", one, None, "debug", scope=""),
+        relay.call("s", two, None, "debug", scope=""),
+        relay.call("s", own, None, "debug", scope="identity:x"),
+    ):
+        # Two calls on the shared instance: the line names no request, so neither gets it.
+        assert _log(relay, "s", "", "info", "whose?") == 0
+        # The identity-scoped instance has one call: its lines are that call's.
+        assert _log(relay, "s", "identity:x", "info", "mine") == 1
+    assert one.got == [] and two.got == []
+    assert [p["data"] for _, p in own.got] == ["mine"]
 
 
 def test_more_verbose() -> None:
     assert more_verbose("error", "info") == "info"
     assert more_verbose(None, "warning") == "warning"
     assert more_verbose(None, None) is None
+
+
+# C-LOG-5
+def test_a_flood_of_log_lines_is_rate_limited_per_call() -> None:
+    relay, host = Relay(), Host()
+    with relay.call("s", host, None, "debug"):
+        told = sum(
+            _log(relay, "s", "", "info", f"line {i}") for i in range(3 * LOG_LINES_PER_SECOND)
+        )
+    assert told == LOG_LINES_PER_SECOND  # the rest of that second's lines were dropped
+    assert [p["data"] for _, p in host.got][-1] == f"line {LOG_LINES_PER_SECOND - 1}"

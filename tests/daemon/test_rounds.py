@@ -52,6 +52,7 @@ def _post(mcp: httpx.Client, params: dict[str, Any], rid: int = 1) -> dict[str, 
     return body
 
 
+# S-CACHE-8, S-HTTP-14, S-TOOL-19
 @pytest.mark.parametrize("server", ["legacy", "modern"])
 def test_question_comes_back_input_required_and_the_retry_resumes(
     daemon: Daemon, server: str
@@ -122,6 +123,7 @@ def test_states_that_are_not_for_this_request_are_refused(daemon: Daemon) -> Non
         assert _refusal(reply) == "expired"
 
 
+# S-LIFE-19
 def test_a_host_that_declared_nothing_askable_is_served_inside_its_request(
     daemon: Daemon,
 ) -> None:

@@ -92,6 +92,7 @@ def _text(result: dict[str, Any]) -> str:
     return "".join(c["text"] for c in result["content"] if c["type"] == "text")
 
 
+# S-LIFE-1, S-ERR-1
 @pytest.mark.parametrize("mode", ["hand-off", "relay"])
 def test_raw_legacy_session(daemon: Daemon, sent_frames: FrameLog, mode: str) -> None:
     rev = "2025-06-18"
@@ -116,6 +117,7 @@ def test_raw_legacy_session(daemon: Daemon, sent_frames: FrameLog, mode: str) ->
     assert answers[None]["error"]["code"] == -32700
 
 
+# S-DISC-1, S-DISC-2
 @pytest.mark.parametrize("mode", ["hand-off", "relay"])
 def test_raw_modern_requests(daemon: Daemon, sent_frames: FrameLog, mode: str) -> None:
     answers = _serve(
@@ -176,6 +178,7 @@ def test_official_sdk_host(daemon: Daemon, version: str) -> None:
     assert "hi" in done.stdout
 
 
+# S-STDIO-4, S-STDIO-10, S-MSG-9
 def test_channel_socket_and_batches(daemon: Daemon) -> None:
     # The daemon's side directly: a 0600 socket, and a 2025-03-26 batch answered as an array.
     path = daemon.state / "mcpx-stdio.sock"
@@ -196,6 +199,7 @@ def test_channel_socket_and_batches(daemon: Daemon) -> None:
     assert sorted(f["id"] for f in second) == [2, 3]
 
 
+# S-CANC-1
 def test_a_cancelled_request_gets_no_answer(daemon: Daemon, sent_frames: FrameLog) -> None:
     """notifications/cancelled withdraws a running request (and its upstream call):
     no answer is sent for it; the others are answered."""
@@ -339,6 +343,7 @@ def test_daemon_refuses_what_it_cannot_serve(daemon: Daemon, tmp_path: Path) -> 
     assert reply.startswith(b"NO ") and reply.endswith(b"\n"), reply
 
 
+# S-LIFE-9
 def test_killed_shim_ends_a_handed_off_session(daemon: Daemon) -> None:
     """The host's pipes are the daemon's to close: when ``mcpx serve`` dies (its
     connection closes) the daemon ends the session as at EOF, so the host sees stdout
@@ -407,6 +412,7 @@ def _fake_channel(path: Path, first: str, seen: dict[str, Any]) -> None:
                 return
 
 
+# S-STDIO-9
 @pytest.mark.parametrize(
     "case",
     [
@@ -446,3 +452,22 @@ def test_shim_falls_back_to_the_relay(tmp_path: Path, case: str) -> None:
     # The relay carried every byte of stdin: nothing was read before the fallback.
     assert seen["relayed"] == data
     assert json.loads(done.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+# S-CANC-2
+@pytest.mark.parametrize("mode", ["hand-off", "relay"])
+def test_malformed_cancellations_are_ignored(daemon: Daemon, mode: str) -> None:
+    cancelled = "notifications/cancelled"
+    lines: list[dict[str, Any] | str] = [
+        _request(1, "initialize", _INIT),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": cancelled, "params": {"requestId": {"x": 1}}},
+        {"jsonrpc": "2.0", "method": cancelled, "params": [1, 2]},
+        {"jsonrpc": "2.0", "method": cancelled, "params": {"requestId": True}},
+        {"jsonrpc": "2.0", "method": cancelled},
+        _request(2, "ping"),
+    ]
+    answers = _serve(daemon, lines, mode)
+    assert answers[2]["result"] == {}
+    with daemon.http() as client:  # the daemon is still serving
+        assert client.get("/health").status_code == 200

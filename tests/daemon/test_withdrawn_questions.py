@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.daemon import Daemon, bad_entry, running_daemon, sdk_entry
+from support.daemon import Daemon, bad_entry, legacy_session, running_daemon, sdk_entry
 
 REV = "2025-11-25"
 BOTH = "application/json, text/event-stream"
@@ -31,13 +31,6 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
 
 
-def _session(mcp: httpx.Client, capabilities: dict[str, Any]) -> dict[str, str]:
-    params = {"protocolVersion": REV, "capabilities": capabilities}
-    params["clientInfo"] = {"name": "t", "version": "1"}
-    r = mcp.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
-    return {"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": REV}
-
-
 CALL = {
     "jsonrpc": "2.0",
     "id": 7,
@@ -49,10 +42,11 @@ CALL = {
 }
 
 
+# S-CANC-5, C-CANC-7
 def test_the_host_is_told_its_question_was_withdrawn(daemon: Daemon) -> None:
     seen: list[dict[str, Any]] = []
     with httpx.Client(base_url=daemon.info["url"], timeout=30) as mcp:
-        headers = _session(mcp, {"elicitation": {}})
+        headers = legacy_session(mcp, {"elicitation": {}})
         with mcp.stream("POST", "/mcp", json=CALL, headers={**headers, "Accept": BOTH}) as r:
             for line in r.iter_lines():
                 if line.startswith("data: "):
@@ -71,13 +65,14 @@ def test_the_host_is_told_its_question_was_withdrawn(daemon: Daemon) -> None:
     assert final["result"]["content"][0]["text"] == "withdrawn; answered: no"
 
 
+# C-CANC-7
 def test_a_question_in_the_broker_is_closed_as_withdrawn(daemon: Daemon) -> None:
     replies: list[dict[str, Any]] = []
     asked: list[dict[str, Any]] = []
 
     def call() -> None:
         with httpx.Client(base_url=daemon.info["url"], timeout=30) as mcp:
-            headers = _session(mcp, {})  # nothing declared: the broker holds it
+            headers = legacy_session(mcp, {})  # nothing declared: the broker holds it
             replies.append(mcp.post("/mcp", json=CALL, headers=headers).json())
 
     caller = threading.Thread(target=call)
@@ -103,6 +98,7 @@ def impatient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
 
 
+# S-CANC-5
 def test_a_host_that_does_not_answer_in_time_is_told_it_was_given_up(impatient: Daemon) -> None:
     # S-LIFE-10: a request mcpx sends a client has a timeout (proto.askTimeout); when it
     # passes, notifications/cancelled says so, and the upstream gets an error.
@@ -117,7 +113,7 @@ def test_a_host_that_does_not_answer_in_time_is_told_it_was_given_up(impatient: 
         },
     }
     with httpx.Client(base_url=impatient.info["url"], timeout=30) as mcp:
-        headers = _session(mcp, {"elicitation": {}})
+        headers = legacy_session(mcp, {"elicitation": {}})
         with mcp.stream("POST", "/mcp", json=call, headers={**headers, "Accept": BOTH}) as r:
             for line in r.iter_lines():
                 if line.startswith("data: "):

@@ -172,6 +172,7 @@ def _answered_with(run: HostRun, text: str) -> None:
         assert [json.loads(t) for t in texts[1:]] == [{"result": text}], texts
 
 
+# S-MSG-3, S-INPUT-5, C-ELIC-5, C-ELIC-6
 @pytest.mark.parametrize(("version", "mode", "transport", "server"), _cases(ELICITING))
 def test_elicitation_reaches_the_calling_host(
     daemon: Daemon, version: str, mode: str | None, transport: str, server: str

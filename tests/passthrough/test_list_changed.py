@@ -57,6 +57,7 @@ def _read_events(lines: Iterator[str], got: list[dict[str, Any]], want: int) -> 
                 return
 
 
+# S-TOOL-3, S-SUB-2, S-SUB-3, S-SUB-4
 def test_a_listen_stream_hears_of_tool_changes(daemon: Daemon) -> None:
     url = daemon.info["url"]
     frame = {

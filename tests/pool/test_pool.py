@@ -44,6 +44,7 @@ async def test_identity_scope_gets_one_instance_per_caller() -> None:
             assert len(pids) == 2
 
 
+# C-STDIO-13
 async def test_shared_scope_is_one_instance_for_everyone() -> None:
     with anyio.fail_after(60):
         async with open_pool({"demo": demo()}, settings()) as pool:

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from mcpx.questions import Broker, QuestionClosed
+from mcpx.wire import InvalidParams
 
 pytestmark = pytest.mark.anyio
 
@@ -90,3 +91,19 @@ async def test_sampling_answers_are_the_result(tmp_path: Path) -> None:
     q = broker.ask("s", "sampling/createMessage", {"messages": []}, identity=None, routing="broker")
     result = {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "human"}
     assert broker.answer(q.id, result).result == result
+
+
+# C-SAMP-1 C-ELIC-1: a wrong answer is refused and the question stays open; a url
+# elicitation's empty answer is an accept (ElicitResult needs its action).
+async def test_answers_are_made_valid_or_refused(tmp_path: Path) -> None:
+    broker = _broker(tmp_path)
+    q = broker.ask("s", "sampling/createMessage", {"messages": []}, identity=None, routing="broker")
+    with pytest.raises(InvalidParams, match="model"):
+        broker.answer(q.id, {"role": "assistant", "content": {"type": "text", "text": "hi"}})
+    assert broker.get(q.id).state == "pending"  # type: ignore[union-attr]
+    url = {"mode": "url", "message": "go", "url": "https://example.test", "elicitationId": "1"}
+    u = broker.ask("s", "elicitation/create", url, identity=None, routing="broker")
+    assert broker.answer(u.id, {}).result == {"action": "accept"}
+    r = broker.ask("s", "roots/list", {}, identity=None, routing="broker")
+    with pytest.raises(InvalidParams, match="roots"):
+        broker.answer(r.id, {"roots": "file:///a"})

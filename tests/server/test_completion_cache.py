@@ -42,3 +42,19 @@ def test_only_a_declaration_is_trusted() -> None:
     assert declares_completions({"capabilities": {"completions": {}}})
     # Catalogued before capabilities were recorded: asked, as before.
     assert declares_completions({"resources": []})
+
+
+# S-COMP-2
+def test_a_relayed_completion_carries_at_most_100_values() -> None:
+    from mcpx.server._surface import _at_most_100
+
+    long = {"completion": {"values": [str(i) for i in range(150)], "hasMore": False}}
+    cut = _at_most_100(long)
+    assert cut["completion"] == {
+        "values": [str(i) for i in range(100)],
+        "hasMore": True,
+        "total": 150,
+    }
+    assert long["completion"]["values"][100] == "100"  # a copy: the upstream's is untouched
+    short = {"completion": {"values": ["a"], "total": 7}}
+    assert _at_most_100(short) is short

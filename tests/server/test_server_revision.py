@@ -23,6 +23,7 @@ def plain(method: str = "tools/list", **params: Any) -> dict[str, Any]:
 
 
 # S-LIFE-3, S-LIFE-4: the same legacy version back, else a counter-offer (never an error).
+# S-LIFE-5
 @pytest.mark.parametrize(
     ("requested", "expected"),
     [

@@ -129,7 +129,10 @@ def test_capability_rules(rev: str, flags: tuple[bool, ...]) -> None:
     caps = _caps(rev, flags)
     assert caps["tools"]["listChanged"] is (passthrough and can_push)
     assert caps["resources"] == {"subscribe": True, "listChanged": can_push}
-    assert ("logging" in caps) is (logging and can_push and spec.era_of(rev) is spec.Era.LEGACY)
+    # S-LOG-1: declared wherever log lines can reach the client (2026-07-28: on the
+    # request's own stream).
+    modern = spec.era_of(rev) is spec.Era.MODERN
+    assert ("logging" in caps) is (logging and (can_push or modern))
     assert ("completions" in caps) is spec.defined("capability", "completions", rev, "server")
     assert ("tasks" in caps) is (tasks and spec.defined("capability", "tasks", rev, "server"))
     has_ext = tasks and spec.defined("capability", "extensions", rev, "server")

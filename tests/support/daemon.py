@@ -34,6 +34,20 @@ def bad_entry(mode: str) -> dict[str, Any]:
     return {"command": argv[0], "args": argv[1:]}
 
 
+def legacy_session(
+    mcp: httpx.Client, capabilities: dict[str, Any], revision: str = "2025-11-25"
+) -> dict[str, str]:
+    """A legacy ``/mcp`` session, initialized (only then is a host put questions:
+    S-LIFE-6); the headers its requests carry."""
+    params = {"protocolVersion": revision, "capabilities": capabilities}
+    params["clientInfo"] = {"name": "t", "version": "1"}
+    r = mcp.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+    headers = {"Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": revision}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert mcp.post("/mcp", json=note, headers=headers).status_code == 202
+    return headers
+
+
 @dataclass
 class Daemon:
     home: Path
@@ -70,8 +84,24 @@ class Daemon:
         """Every frame the daemon sent a host (its log.frames trace), in order."""
         if not self.frames_path.exists():
             return []
-        text = self.frames_path.read_text()
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        # Split on newlines only: JSON may carry U+2028 or U+0085 raw, which splitlines()
+        # would also cut at.
+        text = self.frames_path.read_text(encoding="utf-8")
+        return [json.loads(line) for line in text.split("\n") if line.strip()]
+
+    def open_question(self, message: str, limit: float = 60) -> dict[str, Any]:
+        """The broker's open question whose message is ``message``, once it is there
+        (within ``limit`` seconds)."""
+        deadline = time.monotonic() + limit
+        while True:
+            with self.http() as api:
+                listed = api.get("/v1/questions").json()["questions"]
+            found = [q for q in listed if q["params"].get("message") == message]
+            if found:
+                [question] = found
+                return dict(question)
+            assert time.monotonic() < deadline, f"no question {message!r} in the broker"
+            time.sleep(0.05)
 
     def frame_problems(self) -> list[str]:
         """How each traced frame fails its revision's schema (strict)."""
@@ -84,7 +114,8 @@ class Daemon:
 
     def log_lines(self) -> list[dict[str, Any]]:
         path = self.state / "daemon.log"
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        text = path.read_text(encoding="utf-8")
+        return [json.loads(line) for line in text.split("\n") if line.strip()]
 
 
 def _wait_up(proc: subprocess.Popen[bytes], info_path: Path, limit: float = 60) -> dict[str, Any]:

@@ -37,7 +37,9 @@ class Recorder:
         return Hooks(
             on_stderr=lambda _server, line: self.stderr.append(line),
             on_event=lambda kind, data: self.events.append((kind, data)),
-            on_notification=lambda _s, method, params: self.notifications.append((method, params)),
+            on_notification=lambda _s, method, params, scope="": self.notifications.append(
+                (method, params)
+            ),
             on_sent=lambda _server, frame, answering: self.sent.append((frame, answering)),
         )
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -38,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
@@ -49,6 +47,8 @@ from starlette.responses import (
     StreamingResponse,
 )
 from starlette.routing import Route
+
+from support.asgi import loopback_socket, running_app
 
 
 @dataclass
@@ -329,26 +329,7 @@ def serve() -> Iterator[TestServer]:
     The socket is bound and listening before the thread starts, so clients may connect at
     once: the kernel queues them until uvicorn accepts. No waiting for startup is needed.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
+    sock = loopback_socket()
     server = TestServer(port=sock.getsockname()[1])
-    config = uvicorn.Config(
-        build_app(server),
-        lifespan="off",
-        log_level="warning",
-        access_log=False,
-        http="h11",
-        ws="none",
-        timeout_graceful_shutdown=1,
-    )
-    runner = uvicorn.Server(config)
-    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
+    with running_app(build_app(server), sock):
         yield server
-    finally:
-        runner.should_exit = True
-        thread.join(timeout=10)
-        sock.close()

@@ -28,6 +28,7 @@ import math
 import sys
 from collections.abc import Iterable
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import click
 
@@ -445,3 +446,23 @@ def _prompt_default(field: Field) -> Any:
     if default is not None:
         return str(default) if field.choices() else default
     return None if field.required else ""
+
+
+def url_site(url: object) -> str | None:
+    """The host a URL question would send a person to, said plainly, with a warning when
+    it may not be what it looks like (C-ELIC-15): a punycode label (``xn--``) or letters
+    outside ASCII (a look-alike), or a user part before the host."""
+    if not isinstance(url, str):
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or "(none)"
+    warnings = []
+    if any(label.startswith("xn--") for label in host.split(".")):
+        warnings.append("punycode: the name may imitate another")
+    if not host.isascii():
+        warnings.append("letters outside ASCII: the name may imitate another")
+    if parts.username is not None:
+        warnings.append(f"it carries a user part ({parts.username}@) before the host")
+    if parts.scheme != "https":
+        warnings.append(f"{parts.scheme or 'no'} scheme, not https")
+    return host if not warnings else f"{host}  (careful: {'; '.join(warnings)})"

@@ -40,6 +40,7 @@ from ._answer_fields import (
     prompted_content,
     requested_fields,
     sampling_reply,
+    url_site,
 )
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
@@ -207,6 +208,7 @@ def _show_question(question: dict[str, Any]) -> None:
         rows.append(("message", params.get("message")))
         if is_url_elicitation(question):
             rows.append(("url", params.get("url")))
+            rows.append(("site", url_site(params.get("url"))))
     for name, value in rows:
         if value is not None:
             click.echo(f"  {name + ':':<9} {value}")

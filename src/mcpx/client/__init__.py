@@ -11,7 +11,7 @@ from ._connection import Connection, Unanswered, open_connection
 from ._eras import EraCache, Remembered, config_key
 from ._errors import HandshakeFailed, UpstreamBroken, UpstreamError, UpstreamTimeout
 from ._handler import Asked, DeclineEverything, QuestionHandler
-from ._open import Hooks, open_session
+from ._open import Hooks, OnUpstreamNotification, open_session
 from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
 from ._session import CLIENT_INFO, Negotiated, Session
 
@@ -28,6 +28,7 @@ __all__ = [
     "Hooks",
     "NeedsLegacySse",
     "Negotiated",
+    "OnUpstreamNotification",
     "Preference",
     "QuestionHandler",
     "Remembered",

@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import httpx
@@ -41,7 +41,16 @@ __all__ = ["Hooks", "open_session"]
 log = logging.getLogger("mcpx.client")
 
 
-def _quiet(*_: Any) -> None:
+class OnUpstreamNotification(Protocol):
+    """An upstream's notification: its server, method and params, and the pool's scope
+    key of the instance it came from ("" where there is no pool)."""
+
+    def __call__(
+        self, server: str, method: str, params: dict[str, Any], *, scope: str = ""
+    ) -> None: ...
+
+
+def _quiet(*_: Any, **__: Any) -> None:
     return None
 
 
@@ -52,7 +61,7 @@ class Hooks:
 
     on_stderr: Callable[[str, str], None] = _quiet  # (server, line)
     on_event: Callable[[str, dict[str, Any]], None] = _quiet  # (kind, data)
-    on_notification: Callable[[str, str, dict[str, Any]], None] = _quiet  # (server, method, params)
+    on_notification: OnUpstreamNotification = _quiet
     # Every frame mcpx sends upstream, with the method a result answers.
     on_sent: Callable[[str, dict[str, Any], str | None], None] = _quiet
 

@@ -6,13 +6,18 @@ capabilities and info in ``params._meta``; over HTTP the same facts travel as
 headers; ``input_required`` results are answered through the question handler
 and the request sent again, up to ``proto.askRounds`` rounds.
 
+A modern request whose response stream broke before its answer (HTTP), or a
+``tools/call`` refused with ``HeaderMismatch`` (HTTP, after listing the tools
+again), is sent once more as a new request; listings follow ``_pages``.
+
 Invariant: nothing here sends a field or a method the negotiated revision
-lacks (send conservatively), and a missing ``resultType`` from a legacy server
-reads as ``complete``.
+lacks (send conservatively); a missing ``resultType`` from a legacy server
+reads as ``complete``, and one mcpx does not recognize is an invalid response.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -24,11 +29,12 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from mcpx import __version__, spec, wire
 from mcpx.shapes import InvalidHeaderAnnotation, ParamHeader, param_header_values, param_headers
-from mcpx.transport import HttpStatusError, TransportError
+from mcpx.transport import HttpStatusError, ResponseStreamBroken, TransportError
 
 from ._connection import Connection
 from ._errors import HandshakeFailed, UpstreamError
 from ._handler import Asked, QuestionHandler, narrowed
+from ._pages import paginate
 
 __all__ = ["CLIENT_INFO", "Negotiated", "Session"]
 
@@ -39,7 +45,9 @@ CLIENT_INFO: Final = {"name": "mcpx", "version": __version__}
 MODERN_ERRORS: Final = frozenset({-32020, -32021, -32022})
 # The only methods a server may answer with input_required.
 ASKING_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-_MAX_PAGES: Final = 10_000
+# The resultType values mcpx recognizes: the core ones. It advertises no extension, so
+# an extension's value ("task") is as unknown as any other, and invalid (C-MSG-10).
+RESULT_TYPES: Final = frozenset({"complete", "input_required"})
 # A listen stream the server ends is reopened after a pause that doubles up to
 # the maximum, and starts small again after a stream that lasted a while.
 _REOPEN_FIRST: Final = 0.1
@@ -68,6 +76,14 @@ class Negotiated:
             "serverInfo": self.server_info,
             "capabilities": self.capabilities,
         }
+
+
+def _first(retried: set[str], reason: str) -> bool:
+    """Whether ``reason`` has not caused a retry yet; notes that it now has."""
+    if reason in retried:
+        return False
+    retried.add(reason)
+    return True
 
 
 def _session_gone(cause: BaseException | None) -> bool:
@@ -279,7 +295,7 @@ class Session:
         body = dict(params or {})
         for _round in range(self.ask_rounds + 1):
             result = await self._send_modern(method, body, timeout, log_level, host_capabilities)
-            if result.get("resultType", "complete") != "input_required" or relay_input:
+            if self._result_type(method, result) == "complete" or relay_input:
                 return result
             if method not in ASKING_METHODS:
                 raise UpstreamError(f"{self.name} answered {method} with input_required")
@@ -287,6 +303,21 @@ class Session:
         raise UpstreamError(
             f"{self.name} was still asking for input after {self.ask_rounds} rounds"
         )
+
+    def _result_type(self, method: str, result: dict[str, Any]) -> str:
+        """A modern result's ``resultType``; absent reads as ``complete``, for servers
+        written before it existed (C-MSG-9).
+
+        Raises:
+            UpstreamError: a value mcpx does not recognize: the response is invalid.
+        """
+        kind = result.get("resultType", "complete")
+        if not (isinstance(kind, str) and kind in RESULT_TYPES):
+            raise UpstreamError(
+                f"{self.name} answered {method} with resultType {kind!r}, which mcpx does "
+                f"not recognize (only {' or '.join(sorted(RESULT_TYPES))}): an invalid response"
+            )
+        return kind
 
     async def _legacy(
         self, method: str, params: dict[str, Any] | None, timeout: float | None
@@ -326,7 +357,16 @@ class Session:
         log_level: str | None = None,
         host_capabilities: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        for _attempt in range(2):
+        """One modern exchange, sent again (each time a new request with a new id) after
+        a failure the spec answers with a retry; each kind of failure once.
+
+        Raises:
+            HandshakeFailed: the server refused the version it named as well.
+            McpError, UpstreamError: as for ``Connection.request``, when no retry is due
+                or the retry failed too.
+        """
+        retried: set[str] = set()
+        while True:
             meta = self._meta(body.get("_meta"), log_level, host_capabilities)
             params = {**body, "_meta": meta}
             try:
@@ -334,8 +374,32 @@ class Session:
                     method, params, headers=self._modern_headers(method, params), timeout=timeout
                 )
             except wire.UnsupportedProtocolVersion as exc:
+                if not _first(retried, "version"):
+                    raise HandshakeFailed(
+                        f"{self.name} refused every version mcpx offered for {method}"
+                    ) from exc
                 self._switch_version(exc)
-        raise HandshakeFailed(f"{self.name} refused every version mcpx offered for {method}")
+            except wire.HeaderMismatch:
+                if not (method == "tools/call" and self.http and _first(retried, "headers")):
+                    raise
+                if not await self._refresh_param_headers(params.get("name"), timeout):
+                    raise
+            except UpstreamError as exc:
+                # Only a response stream cut short: a timeout or a cancelled caller (its
+                # own exception) never comes here, nor does a broken connection.
+                lost = isinstance(exc.__cause__, ResponseStreamBroken)
+                if not (lost and _first(retried, "lost")):
+                    raise
+                # C-HTTP-36: 2026-07-28 has no resumption, so the request is lost and
+                # is sent again (a tools/call may then run twice: the spec's choice).
+                log.warning("%s: %s; sending it again as a new request", self.name, exc)
+
+    async def _refresh_param_headers(self, tool: Any, timeout: float | None) -> bool:
+        """List the tools again after a ``HeaderMismatch`` (C-HTTP-34): the tool's
+        ``x-mcp-header`` annotations may have changed. Whether it is still callable."""
+        log.info("%s: header mismatch on tool %s; listing its tools again", self.name, tool)
+        await self.list_tools(timeout=timeout)
+        return tool in self._param_headers
 
     def _switch_version(self, exc: wire.UnsupportedProtocolVersion) -> None:
         revision = self._mutual_modern(exc.supported)
@@ -403,21 +467,8 @@ class Session:
     # -- typed helpers ----------------------------------------------------------
 
     async def _paginate(self, method: str, key: str, timeout: float | None) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _page in range(_MAX_PAGES):
-            result = await self.request(
-                method, {"cursor": cursor} if cursor else {}, timeout=timeout
-            )
-            items.extend(result.get(key) or [])
-            cursor = result.get("nextCursor")
-            if not cursor:
-                return items
-            if cursor in seen:
-                raise UpstreamError(f"{self.name} repeated the cursor {cursor!r} in {method}")
-            seen.add(cursor)
-        raise UpstreamError(f"{self.name} returned more than {_MAX_PAGES} pages of {method}")
+        request = functools.partial(self.request, timeout=timeout)
+        return await paginate(request, method, key, server=self.name)
 
     async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
         """Every tool, following pagination; over modern HTTP, invalid
@@ -425,14 +476,16 @@ class Session:
         tools = await self._paginate("tools/list", "tools", timeout)
         if not (self.modern and self.http):
             return tools
-        kept = []
+        kept, marked = [], {}
         for tool in tools:
             try:
-                self._param_headers[tool["name"]] = param_headers(tool.get("inputSchema") or {})
+                marked[tool["name"]] = param_headers(tool.get("inputSchema") or {})
             except InvalidHeaderAnnotation as exc:
                 log.warning("%s: dropping tool %s: %s", self.name, tool.get("name"), exc)
                 continue
             kept.append(tool)
+        # Replaced whole: a tool gone or dropped since the last listing keeps no headers.
+        self._param_headers = marked
         return kept
 
     async def list_prompts(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
@@ -477,6 +530,10 @@ class Session:
         stream = self._listeners.get(sub) if sub is not None else None
         if stream is None:
             return False
+        if method in _REQUEST_SCOPED:
+            # These belong on a request's own stream (C-SUB-9): credited to no call.
+            log.info("%s sent %s on a listen stream; dropped", self.name, method)
+            return True
         try:
             stream.send_nowait({"method": method, "params": params})
         except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -538,3 +595,5 @@ class Session:
 
 
 OnNotification = Callable[[str, dict[str, Any]], None]
+
+_REQUEST_SCOPED = frozenset({"notifications/progress", "notifications/message"})

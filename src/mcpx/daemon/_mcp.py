@@ -56,6 +56,7 @@ from mcpx.wire import (
 
 from ._later import Later
 from ._mcp_answer import LazyAnswer
+from ._running import Running
 
 __all__ = ["McpEndpoint"]
 
@@ -81,6 +82,8 @@ class _Session:
 
     # Questions put to the client on its POSTs' streams, waiting for its answers.
     questions: Questions = field(default_factory=Questions)
+    # Its requests being answered: a notifications/cancelled POST stops one.
+    running: Running = field(default_factory=Running)
 
     def deliver(self, frame: dict[str, Any]) -> None:
         """The session's push: queued for its GET stream (sync, never blocks)."""
@@ -220,6 +223,11 @@ class McpEndpoint:
         for reply in replies:
             if ctx.trace is not None:
                 ctx.trace(HEADERLESS, reply, None)
+        for kind, frame in decoded.messages:
+            if kind in (Kind.RESULT, Kind.ERROR):
+                session.questions.answered(frame)  # answers to questions mcpx put to it
+            elif kind is Kind.NOTIFICATION:
+                await self._notified(session, frame)
         requests = [f for kind, f in decoded.messages if kind is Kind.REQUEST]
         init = next((f for f in requests if f.get("method") == "initialize"), None)
         if init is not None:
@@ -228,8 +236,9 @@ class McpEndpoint:
         answers: dict[int, wire.Frame] = {}
 
         async def one(i: int, frame: wire.Frame) -> None:
-            reply = await dispatch(frame, session.conn, ctx, settings=ctx.settings)
-            if reply is not None:
+            with session.running.serving(frame["id"]) as scope:
+                reply = await dispatch(frame, session.conn, ctx, settings=ctx.settings)
+            if reply is not None and not scope.cancelled_caught:
                 answers[i] = reply
 
         async with anyio.create_task_group() as tg:
@@ -301,6 +310,7 @@ class McpEndpoint:
             session.questions.answered(frame)
             return Response(status_code=202)
         if kind is not Kind.REQUEST:
+            await self._notified(session, frame)
             return Response(status_code=202)
         streams_ok = _offers_streams(request)
         ask_timeout = float(ctx.settings["proto.askTimeout"])
@@ -316,17 +326,28 @@ class McpEndpoint:
 
                 return await session.questions.ask(send, method, params, ask_timeout)
 
-            return await dispatch(
-                frame,
-                session.conn,
-                ctx,
-                settings=ctx.settings,
-                header_version=header_version,
-                notify=answer.emit,
-                ask=ask if streams_ok else None,
-            )
+            with session.running.serving(frame["id"]) as scope:
+                reply = await dispatch(
+                    frame,
+                    session.conn,
+                    ctx,
+                    settings=ctx.settings,
+                    header_version=header_version,
+                    notify=answer.emit,
+                    ask=ask if streams_ok else None,
+                )
+            # Withdrawn by the host: no answer (its POST gets an empty 202).
+            return None if scope.cancelled_caught else reply
 
         return self._lazy(request, run, modern=False)
+
+    async def _notified(self, session: _Session, frame: wire.Frame) -> None:
+        """A legacy session's notification: a cancel stops its request; the rest
+        (``initialized``) is recorded on the connection."""
+        if frame.get("method") == "notifications/cancelled":
+            session.running.cancel(frame.get("params"))
+        ctx = self._ctx()
+        await dispatch(frame, session.conn, ctx, settings=ctx.settings)
 
     def _lazy(
         self,
@@ -360,7 +381,7 @@ class McpEndpoint:
         return StreamingResponse(
             self._stream(session, keepalive),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-store", MCP_SESSION_ID: sid},
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", MCP_SESSION_ID: sid},
         )
 
     async def _stream(self, session: _Session, keepalive: float) -> AsyncIterator[bytes]:

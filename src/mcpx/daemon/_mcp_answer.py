@@ -230,6 +230,8 @@ class LazyAnswer:
             **self._headers,
             "content-type": self._stream_type,
             "cache-control": "no-store",
+            # A buffering reverse proxy (nginx) would hold events back until the end.
+            "x-accel-buffering": "no",
         }
         await send(_start(200, headers))
 

@@ -145,13 +145,15 @@ def _hooks(
         upstream_log.info(line, extra={"server": server})
         events.publish("server.log", {"source": "stderr", "message": line}, server=server)
 
-    def on_notification(server: str, method: str, params: dict[str, Any]) -> None:
+    def on_notification(
+        server: str, method: str, params: dict[str, Any], *, scope: str = ""
+    ) -> None:
         if method.endswith("/list_changed") and catalogue:
             catalogue[0].invalidate(server)
             # After the invalidation: a host that lists again sees the new list.
             audience.upstream_notified(server, method, settings["mcp.passthrough"])
         # Progress and log lines back to the hosts whose calls are running.
-        relay.upstream_notified(server, method, params)
+        relay.upstream_notified(server, method, params, scope)
         if method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
             audience.resource_updated(server, params["uri"])
         if method == "notifications/message":

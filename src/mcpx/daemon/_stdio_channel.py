@@ -63,6 +63,8 @@ from mcpx.ops import OpContext
 from mcpx.server import Conn, Questions, dispatch, release_all
 from mcpx.wire import Kind, McpError
 
+from ._running import Running
+
 __all__ = ["HANDOFF", "MAX_LINE", "serve_stdio_channel"]
 
 log = logging.getLogger("mcpx.daemon.stdio")
@@ -100,6 +102,14 @@ async def serve_stdio_channel(
 
 
 async def _accept(stream: SocketStream, ctx: OpContext) -> None:
+    # A failure in one host's connection ends that connection, never the daemon.
+    try:
+        await _connection(stream, ctx)
+    except Exception:
+        log.exception("a stdio connection failed; it is closed")
+
+
+async def _connection(stream: SocketStream, ctx: OpContext) -> None:
     """One connection: a hand-off of the host's pipes, or a relay of its lines."""
     identity = _peer(stream)
     async with stream:
@@ -246,7 +256,7 @@ class _Channel:
         # Reading the host's lines; cancelled when the shim of a hand-off is gone.
         self._reading = anyio.CancelScope()
         # Requests being answered, by id: notifications/cancelled cancels one.
-        self._running: dict[wire.RequestId, anyio.CancelScope] = {}
+        self._running = Running()
         # Questions put to the host, waiting for its answers.
         self._questions = Questions()
         self.conn = Conn(transport="stdio", push=self._push, identity=self.identity)
@@ -341,11 +351,10 @@ class _Channel:
             return
         kind, frame = decoded.messages[0]
         if kind is Kind.NOTIFICATION and frame.get("method") == "notifications/cancelled":
-            self._cancel(frame.get("params") or {})
+            self._running.cancel(frame.get("params"))
         if kind is Kind.REQUEST and frame.get("method") != "initialize":
             # Registered before the task runs, so a cancel on the next line finds it.
-            scope = anyio.CancelScope()
-            self._running[frame["id"]] = scope
+            scope = self._running.register(frame["id"])
             requests.start_soon(self._request, frame, scope)
         elif kind in (Kind.REQUEST, Kind.NOTIFICATION):
             await self._request(frame)
@@ -368,23 +377,10 @@ class _Channel:
                 return None
             return wire.error(frame["id"], wire.InternalError(f"internal error: {exc}"))
 
-    def _cancel(self, params: dict[str, Any]) -> None:
-        """The host withdrew a request: its handler is cancelled (which cancels the
-        upstream call in turn) and no answer is sent. Unknown ids are ignored."""
-        scope = self._running.get(params.get("requestId"))  # type: ignore[arg-type]
-        if scope is not None:
-            scope.cancel()
-
     async def _request(self, frame: wire.Frame, scope: anyio.CancelScope | None = None) -> None:
-        rid = frame.get("id")
         reply: wire.Frame | None = None
-        scope = scope or anyio.CancelScope()
-        with scope:
-            try:
-                reply = await self._answer(frame)
-            finally:
-                if rid is not None and self._running.get(rid) is scope:
-                    del self._running[rid]
+        with self._running.serving(frame.get("id"), scope) as scope:
+            reply = await self._answer(frame)
         if reply is not None and not scope.cancelled_caught:
             self._emit(reply)
 

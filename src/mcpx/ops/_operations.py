@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from mcpx import spec, wire
 
 from ._errors import OpError
-from ._plain_schema import QuickCheck, plain_check
 from ._relay import more_verbose
 from ._search import rank_tools
 from ._table import Cli, Operation, Param
+from ._tool_input import check_arguments
 
 if TYPE_CHECKING:
     from ._context import OpContext
@@ -135,42 +135,6 @@ async def tools_describe(ctx: OpContext, args: dict[str, Any]) -> Any:
     return {"server": args["server"], **tool}
 
 
-_VALIDATORS: dict[str, tuple[Any, QuickCheck | None]] = {}
-
-
-def _validator(schema: dict[str, Any]) -> tuple[Any, QuickCheck | None]:
-    """A compiled validator per distinct schema (compiling one per call is most of its
-    cost), with the quick check for plain schemas in front of it."""
-    import jsonschema
-
-    key = wire.dumps(schema).decode()
-    cached = _VALIDATORS.get(key)
-    if cached is None:
-        if len(_VALIDATORS) > 4096:
-            _VALIDATORS.clear()
-        validator = jsonschema.validators.validator_for(schema)(schema)
-        cached = _VALIDATORS[key] = (validator, plain_check(schema))
-    return cached
-
-
-def _check_arguments(server: str, tool: dict[str, Any], arguments: dict[str, Any]) -> None:
-    schema = tool.get("inputSchema") or {"type": "object"}
-    validator, quick = _validator(schema)
-    if quick is not None and quick(arguments):
-        return
-    problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-    if problems:
-        first = problems[0]
-        where = ".".join(map(str, first.absolute_path)) or "(arguments)"
-        raise OpError(
-            400,
-            "invalid_input",
-            f"arguments for {server}/{tool['name']} do not match its input schema: "
-            f"{where}: {first.message}",
-            {"field": where, "problems": [p.message for p in problems[:10]]},
-        )
-
-
 async def request_for_caller(
     ctx: OpContext,
     server: str,
@@ -236,7 +200,7 @@ async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
     arguments = args.get("arguments") or {}
     tool = await _tool(ctx, server, name)
     if tool is not None:
-        _check_arguments(server, tool, arguments)
+        check_arguments(server, tool, arguments)
     params = {"name": name, "arguments": arguments}
 
     def run(c: OpContext) -> Awaitable[dict[str, Any]]:
@@ -267,8 +231,32 @@ async def prompts_get(ctx: OpContext, args: dict[str, Any]) -> Any:
     params: dict[str, Any] = {"name": args["name"]}
     if args.get("arguments"):
         params["arguments"] = args["arguments"]
+    await _check_prompt_arguments(ctx, args["server"], args["name"], args.get("arguments") or {})
     get = request_for_caller(ctx, args["server"], "prompts/get", params)
     return await _upstream(args["server"], get)
+
+
+async def _check_prompt_arguments(
+    ctx: OpContext, server: str, name: str, given: dict[str, Any]
+) -> None:
+    """A prompt's required arguments are there before it is asked for (S-PROMPT-6): the
+    upstreams' own answers to a missing one differ (an error code 0, -32603 …)."""
+    entry = await _upstream(server, ctx.catalogue.entry(server))
+    prompt = next((p for p in entry.get("prompts") or [] if p.get("name") == name), None)
+    if prompt is None:
+        return  # unlisted, or the listing failed: the upstream says
+    missing = [
+        a["name"]
+        for a in prompt.get("arguments") or []
+        if isinstance(a, dict) and a.get("required") and a.get("name") not in given
+    ]
+    if missing:
+        raise OpError(
+            400,
+            "invalid_input",
+            f"prompt {server}/{name} needs the argument(s) {', '.join(map(str, missing))}",
+            {"field": f"arguments.{missing[0]}", "missing": missing},
+        )
 
 
 async def resources_list(ctx: OpContext, args: dict[str, Any]) -> Any:

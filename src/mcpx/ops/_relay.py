@@ -8,8 +8,13 @@ Invariants:
 - Progress is relayed only while the call is in flight, only when it moves forward,
   never after it reached its total, and at most once per ``PROGRESS_INTERVAL`` per call,
   except the report that reaches the total.
-- ``notifications/message`` goes to every host with a call in flight on that server
-  whose level it meets; a host that set no level gets none (S-LOG-4).
+- ``notifications/message`` names no request: it goes to a call only when that call is
+  the only one in flight on the instance that sent it (server and pool scope key, as
+  questions are attributed), and only when it meets the level the call's host asked
+  for; a host that set no level gets none (S-LOG-4). A line no call can be credited
+  with reaches no host (S-HTTP-12, S-HTTP-13), only the daemon's log and events. At
+  most ``LOG_LINES_PER_SECOND`` lines a second reach a call's host: a flooding upstream
+  is not relayed line for line (C-LOG-5).
 - Relaying never blocks the upstream's reader: ``notify`` is synchronous, and the
   transport behind it queues or drops.
 """
@@ -23,6 +28,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from mcpx.config import LOG_LEVELS
 
 __all__ = ["LEVELS", "HostAsker", "Notify", "Relay", "more_verbose"]
 
@@ -42,8 +49,9 @@ class HostAsker:
     brokered: Callable[[Any], None] | None = None
 
 
-LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LEVELS: Final = LOG_LEVELS
 PROGRESS_INTERVAL: Final = 0.02
+LOG_LINES_PER_SECOND: Final = 100
 _RANK: Final = {level: i for i, level in enumerate(LEVELS)}
 
 
@@ -65,6 +73,9 @@ class _Call:
     finished: bool = False
     sent_at: float = -math.inf
     dropped: int = field(default=0)
+    # Log lines relayed in the current one-second window, and when it began.
+    lines: int = 0
+    lines_since: float = -math.inf
 
 
 class Relay:
@@ -109,12 +120,15 @@ class Relay:
         host can be asked)."""
         return [c.asker for c in self._calls.values() if c.server == server and c.scope == scope]
 
-    def upstream_notified(self, server: str, method: str, params: Mapping[str, Any]) -> int:
-        """Relay one upstream notification; how many hosts were told."""
+    def upstream_notified(
+        self, server: str, method: str, params: Mapping[str, Any], scope: str = ""
+    ) -> int:
+        """Relay one upstream notification from ``server``'s instance for ``scope``; how
+        many hosts were told."""
         if method == "notifications/progress":
             return self._progress(params)
         if method == "notifications/message":
-            return self._message(server, params)
+            return self._message(server, scope, params)
         return 0
 
     def _progress(self, params: Mapping[str, Any]) -> int:
@@ -134,18 +148,25 @@ class Relay:
         entry.notify("notifications/progress", {**params, "progressToken": entry.host_token})
         return 1
 
-    def _message(self, server: str, params: Mapping[str, Any]) -> int:
+    def _message(self, server: str, scope: str, params: Mapping[str, Any]) -> int:
         level = params.get("level")
         if level not in _RANK:
             return 0
-        told = 0
-        for entry in list(self._calls.values()):
-            if entry.server != server or entry.level not in _RANK:
-                continue
-            if _RANK[str(level)] >= _RANK[str(entry.level)]:
-                entry.notify("notifications/message", dict(params))
-                told += 1
-        return told
+        on = [c for c in self._calls.values() if c.server == server and c.scope == scope]
+        if len(on) != 1 or on[0].level not in _RANK:
+            return 0
+        entry = on[0]
+        if _RANK[str(level)] < _RANK[str(entry.level)]:
+            return 0
+        now = time.monotonic()
+        if now - entry.lines_since >= 1.0:
+            entry.lines, entry.lines_since = 0, now
+        if entry.lines >= LOG_LINES_PER_SECOND:
+            entry.dropped += 1
+            return 0
+        entry.lines += 1
+        entry.notify("notifications/message", dict(params))
+        return 1
 
 
 def _nobody(method: str, params: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from mcpx.client import (
     Asked,
     EraCache,
     Hooks,
+    OnUpstreamNotification,
     QuestionHandler,
     Session,
     UpstreamError,
@@ -50,8 +51,9 @@ class Instance:
         self.scope_key = scope_key
         self.settings = settings
         self._cache = cache
-        self._hooks = hooks
-        # Questions are told which instance asked: attribution is per scope key.
+        # Questions and notifications are told which instance they came from:
+        # attribution to a call is per scope key.
+        self._hooks = replace(hooks, on_notification=_scoped_notifications(hooks, scope_key))
         self._handler = None if handler is None else _Scoped(handler, scope_key)
         self.session: Session | None = None
         self.state = "starting"
@@ -218,6 +220,13 @@ def _list_changes(session: Session) -> dict[str, Any]:
         for kind, flag in _LIST_FLAGS.items()
         if isinstance(caps.get(kind), dict) and caps[kind].get("listChanged") is True
     }
+
+
+def _scoped_notifications(hooks: Hooks, scope_key: str) -> OnUpstreamNotification:
+    def notified(server: str, method: str, params: dict[str, Any], *, scope: str = "") -> None:
+        hooks.on_notification(server, method, params, scope=scope or scope_key)
+
+    return notified
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,10 @@ Invariants:
   nothing; a question whose deadline passed while it was down is expired on open.
 - An outcome is final: answered (accept, with content), declined, cancelled or expired.
   Expiry answers cancel, never decline: dismissed without choosing is not refusing.
-- An answer to an elicitation is checked against its ``requestedSchema`` before it is
-  taken; a wrong one is an error naming the field, and the question stays open.
+- An answer is made into the result its question needs and checked before it is
+  taken (``_answers``: an elicitation's against its ``requestedSchema``, a url one
+  takes no content, sampling a ``CreateMessageResult``, roots a list of roots); a
+  wrong one is an error naming the member, and the question stays open.
 - Waiters are woken in-process (an event per question); the row is the truth.
 - Finished rows are pruned ``keep`` seconds after they finished.
 - Every change is told to ``on_change`` (``question.asked`` with the question,
@@ -41,9 +43,10 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
-import jsonschema
 
 from mcpx.wire import InvalidParams
+
+from ._answers import broker_result
 
 __all__ = ["Broker", "Question", "QuestionClosed"]
 
@@ -236,29 +239,16 @@ class Broker:
     # -- outcomes ----------------------------------------------------------------
 
     def answer(self, qid: str, content: dict[str, Any]) -> Question:
-        """Accept with ``content``; checked against an elicitation's requested schema.
+        """Accept with ``content``, made into the result the question needs.
 
         Raises:
             QuestionClosed: no such pending question.
-            InvalidParams: ``content`` does not match the requested schema (the
-                question stays open).
+            InvalidParams: ``content`` cannot answer it: not what an elicitation's
+                schema asks, content for a url elicitation, not a CreateMessageResult
+                or a list of roots (the question stays open).
         """
         question = self._open(qid)
-        schema = question.params.get("requestedSchema")
-        if question.method == "elicitation/create" and isinstance(schema, dict):
-            problems = sorted(
-                jsonschema.Draft202012Validator(schema).iter_errors(content),
-                key=lambda e: list(e.absolute_path),
-            )
-            if problems:
-                where = ".".join(map(str, problems[0].absolute_path)) or "(answer)"
-                raise InvalidParams(
-                    f"the answer does not match what was asked: {where}: {problems[0].message}",
-                    {"field": where},
-                )
-            result: dict[str, Any] = {"action": "accept", "content": content}
-        else:
-            result = content  # sampling and roots answers are the result itself
+        result = broker_result(question.method, question.params, content)
         return self._finish(qid, "answered", result)
 
     def decline(self, qid: str) -> Question:

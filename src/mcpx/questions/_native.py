@@ -14,6 +14,9 @@ Invariants:
   broker keeps it until someone answers, declines or it expires (as cancel).
 - The host sees who asks: "<server> (via mcpx) asks: …".
 - ``roots/list`` nobody can answer gets mcpx's own roots (none configured: empty).
+- A question needing more than mcpx declared to that server (``_asked``) is refused
+  at once, before anyone is asked; roots go upstream only as ``file://`` URIs without
+  ``..`` (``_answers``), whoever gave them.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from mcpx import spec
 from mcpx.client import Asked
 from mcpx.wire import McpError, MethodNotFound
 
+from ._answers import exposable_roots
+from ._asked import check_askable
 from ._broker import Broker
 
 if TYPE_CHECKING:
@@ -76,13 +81,20 @@ class NativeFirst:
             return {}
         if method not in ASKABLE:
             raise MethodNotFound(f"mcpx does not answer {method}")
+        check_askable(method, params, self.capabilities(asked.revision))
         shown = _shown(method, params, asked.server)
         owner = self._owner(asked.server, asked.scope)
         if owner is not None and owner.can(method, shown):
             log.info("%s asks its caller: %s", asked.server, method)
-            return await owner.ask(method, shown)
-        if method == "roots/list":
-            return {"roots": []}
+            result = await owner.ask(method, shown)
+        elif method == "roots/list":
+            result = {"roots": []}
+        else:
+            result = await self._brokered(method, shown, asked)
+        # A host's roots are checked too: the upstream gets only what may be exposed.
+        return exposable_roots(result, asked.server) if method == "roots/list" else result
+
+    async def _brokered(self, method: str, shown: dict[str, Any], asked: Asked) -> dict[str, Any]:
         question = self._broker.ask(
             asked.server, method, shown, identity=None, routing="broker: no host could be asked"
         )

@@ -7,7 +7,7 @@ Invariants:
   the broker (the caller of ``can`` decides).
 - The question is spelled for the host's revision (the transport traces the frame),
   and sent conservatively: an elicitation's schema keeps only the keys the restricted
-  schema defines.
+  schema defines; a ``task`` member (augmentation nobody declared) is dropped.
 """
 
 from __future__ import annotations
@@ -58,9 +58,11 @@ def host_asker(view: Conn, rev: str, ask: Callable[[str, JSON], Awaitable[JSON]]
 
 
 def _spelled(method: str, params: JSON, rev: str) -> JSON:
+    # An upstream's task augmentation (never declared to it, so ignored: S-TASK-20) is
+    # not passed on either: mcpx declares no tasks to hosts.
+    out = {k: v for k, v in params.items() if k != "task"}
     if method != "elicitation/create":
-        return params
-    out = dict(params)
+        return out
     if rev in MODERN:
         # A url elicitation's id correlates a later completion notification, which a
         # 2026-07-28 host (asked in-band, never notified) has no use for.

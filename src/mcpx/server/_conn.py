@@ -30,7 +30,7 @@ Push = Callable[[dict[str, Any]], None]
 META_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 _META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-_META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 
 # Client capability paths the matrix knows; a known path outside its revision's range
 # is never "declared", whatever the client sent (send conservatively).
@@ -70,6 +70,9 @@ class Conn:
     identity: str | None = None
     session_id: str | None = None
     log_level: str | None = None
+    # A legacy host's notifications/initialized came: only then is it sent requests
+    # (an upstream's questions), as the lifecycle says.
+    initialized: bool = False
     # The connection's own pass-through servers (None: the daemon's mcp.passthrough).
     passthrough: tuple[str, ...] | None = None
     # Subscribed URIs (as the client named them) -> (server, upstream URI) watched.
@@ -103,7 +106,7 @@ class Conn:
             return self
         caps = meta.get(META_CAPABILITIES)
         info = meta.get(_META_CLIENT_INFO)
-        level = meta.get(_META_LOG_LEVEL)
+        level = meta.get(META_LOG_LEVEL)
         return dataclasses.replace(
             self,
             revision=str(meta[META_VERSION]),

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from mcpx import wire
+from mcpx.config import LOG_LEVELS
 from mcpx.shapes import downgrade, downgrade_notification, envelope, server_capabilities
 from mcpx.spec import MODERN
-from mcpx.wire import InvalidParams, InvalidRequest, McpError, MethodNotFound
+from mcpx.wire import InternalError, InvalidParams, InvalidRequest, McpError, MethodNotFound
 
 from . import _passthrough as passthrough
 from . import _rounds as rounds
@@ -93,8 +94,10 @@ async def dispatch(
     A legacy ``initialize`` records the handshake on ``conn``.
     """
     if "id" not in frame:
-        # initialized needs nothing; cancelled is handled by the transport that runs
-        # the request, as only it can stop it.
+        # cancelled is handled by the transport that runs the request, as only it can
+        # stop it.
+        if frame.get("method") == "notifications/initialized":
+            conn.initialized = True
         return None
     request_id = frame["id"]
     judged: list[str] = []
@@ -102,12 +105,29 @@ async def dispatch(
         result = await _answer(frame, conn, ctx, settings, header_version, judged, notify, ask)
         reply = wire.result(request_id, result)
     except McpError as exc:
-        reply = wire.error(request_id, exc)
+        reply = wire.error(request_id, _for_revision(exc, judged[0] if judged else None))
     if ctx.trace is not None:
         method = frame.get("method")
         answering = method if isinstance(method, str) else None
         ctx.trace(judged[0] if judged else conn.revision, reply, answering)
     return reply
+
+
+# The codes 2026-07-28 defines in the range it reserves (-32000 to -32099).
+_MODERN_RESERVED = frozenset({-32020, -32021, -32022})
+
+
+def _for_revision(exc: McpError, rev: str | None) -> McpError:
+    """An error as a 2026-07-28 host may be sent it (S-ERR-3, S-ERR-4): an upstream's
+    -32002 (resource not found, legacy) is -32602 there; any other code of the reserved
+    range that revision does not define (-32042, an SDK's -32001 timeout …) is -32603,
+    the upstream's code and data kept in ``data``. Other revisions get it unchanged."""
+    if rev not in MODERN or not -32099 <= exc.code <= -32000 or exc.code in _MODERN_RESERVED:
+        return exc
+    if exc.code == -32002:
+        return InvalidParams(exc.message, exc.data, remote=exc.remote)
+    data = {"code": exc.code} | ({"data": exc.data} if exc.has_data else {})
+    return InternalError(exc.message, data, remote=exc.remote)
 
 
 async def _answer(
@@ -144,6 +164,9 @@ async def _answer(
     scope = identity or f"request:{next(_REQUESTS)}"
     # A 2026-07-28 host's capabilities go upstream with its call, narrowing mcpx's own.
     host = view.capabilities if rev in MODERN else None
+    # A 2026-07-28 host is never sent a request (its stdio transport forbids it); a
+    # legacy one only once it has said initialized.
+    asker = host_asker(view, rev, ask) if ask and rev not in MODERN and view.initialized else None
     per_request = replace(
         ctx,
         passthrough=conn.passthrough,
@@ -152,8 +175,7 @@ async def _answer(
         notify=_spelling(notify, rev, ctx, settings),
         log_level=view.log_level,
         caller_meta=dict(meta) if isinstance(meta, Mapping) else None,
-        # A 2026-07-28 host is never sent a request (its stdio transport forbids it).
-        asker=None if ask is None or rev in MODERN else host_asker(view, rev, ask),
+        asker=asker,
     )
     call = _Call(method, params, view, per_request, settings, rev, frame["id"])
     if rev in MODERN and rounds.in_rounds(per_request, view, method, params):
@@ -245,8 +267,9 @@ async def _empty(call: _Call) -> JSON:
 
 async def _set_level(call: _Call) -> JSON:
     level = call.params.get("level")
-    if not isinstance(level, str):
-        raise InvalidParams("Invalid params: logging/setLevel needs a level (a string)")
+    if level not in LOG_LEVELS:
+        levels = ", ".join(LOG_LEVELS)
+        raise InvalidParams(f"Invalid params: logging/setLevel needs a level, one of {levels}")
     call.conn.log_level = level
     return {}
 

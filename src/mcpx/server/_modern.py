@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final
 
+from mcpx.config import LOG_LEVELS
 from mcpx.shapes import InvalidHeaderAnnotation, ParamHeader, param_headers
 from mcpx.wire import (
     MCP_METHOD,
@@ -31,7 +32,7 @@ from mcpx.wire import (
     decode_header_value,
 )
 
-from ._conn import META_CAPABILITIES, META_VERSION
+from ._conn import META_CAPABILITIES, META_LOG_LEVEL, META_VERSION
 
 __all__ = ["NAME_SOURCES", "check_headers", "check_meta"]
 
@@ -59,6 +60,12 @@ def check_meta(params: object) -> Mapping[str, Any]:
         if not isinstance(meta[key], kind):
             want = "a string" if kind is str else "an object"
             raise InvalidParams(f"Invalid params: params._meta[{key!r}] must be {want}")
+    level = meta.get(META_LOG_LEVEL)
+    if level is not None and level not in LOG_LEVELS:
+        raise InvalidParams(
+            f"Invalid params: params._meta[{META_LOG_LEVEL!r}] must be one of "
+            f"{', '.join(LOG_LEVELS)}"
+        )
     return meta
 
 

@@ -64,7 +64,7 @@ async def merged(ctx: OpContext, kind: str) -> list[tuple[str, JSON]]:
     for server in servers(ctx):
         entry = await ctx.catalogue.entry(server)
         if entry.get("error"):
-            raise InternalError(f"{server} could not be listed: {entry['error']}")
+            raise InternalError(f"{server} could not be listed: {entry['error']}", _ours(server))
         for item in entry.get(key) or []:
             name = item.get(name_key)
             if kind in _UNIQUE and name in seen:
@@ -140,11 +140,19 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
     except McpError:
         raise
     except (UpstreamError, PoolFull, UnknownServer) as exc:
-        raise InternalError(f"{server}: {exc}") from exc
+        raise InternalError(f"{server}: {exc}", _ours(server)) from exc
+
+
+def _ours(server: str) -> JSON:
+    # An error of mcpx's own, marked so that it is not mistaken for an upstream's -32603
+    # (C-ERR-6): the upstream's own errors are relayed as they came.
+    return {"origin": "mcpx", "server": server}
 
 
 def _upstream_params(params: Mapping[str, Any]) -> JSON:
-    out = {k: v for k, v in params.items() if k != "_meta"}
+    # mcpx declares no tasks to hosts: a task-augmented request is served plainly
+    # (the receiver ignores task metadata it did not declare), not relayed as a task.
+    out = {k: v for k, v in params.items() if k not in ("_meta", "task")}
     meta = params.get("_meta")
     if isinstance(meta, Mapping):
         kept = {

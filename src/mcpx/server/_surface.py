@@ -324,7 +324,7 @@ async def complete(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
         raise InvalidParams("completion/complete needs a ref and an argument (objects)")
     server = await _passthrough_ref(ctx, ref)
     if server is not None:
-        return await passthrough.forward(ctx, server, "completion/complete", params)
+        return _at_most_100(await passthrough.forward(ctx, server, "completion/complete", params))
     if ref.get("type") == "ref/prompt":
         name = ref.get("name")
         found = _split_name(name, ctx) if isinstance(name, str) else None
@@ -342,7 +342,20 @@ async def complete(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
     if source == "cache":
         # The result has no field for where values came from: _meta carries it.
         out["_meta"] = {**(out.get("_meta") or {}), _SOURCE_META: source, _REASON_META: reason}
-    return out
+    return _at_most_100(out)
+
+
+def _at_most_100(result: JSON) -> JSON:
+    """A completion carries at most 100 values (S-COMP-2); an upstream's longer list is
+    cut there, and says there was more."""
+    completion = result.get("completion")
+    values = completion.get("values") if isinstance(completion, Mapping) else None
+    if not isinstance(completion, Mapping) or not isinstance(values, list) or len(values) <= 100:
+        return result
+    total = completion.get("total")
+    total = max(total, len(values)) if isinstance(total, int) else len(values)
+    cut = {**completion, "values": values[:100], "hasMore": True, "total": total}
+    return {**result, "completion": cut}
 
 
 async def _passthrough_ref(ctx: OpContext, ref: Mapping[str, Any]) -> str | None:
@@ -383,7 +396,7 @@ def _protocol_error(exc: OpError) -> McpError:
     if isinstance(upstream, dict):
         # The upstream's own answer (an unknown prompt, a bad argument): relayed as sent.
         return McpError.from_error(upstream)
-    if exc.code == "unknown_server":
+    if exc.code in ("unknown_server", "invalid_input"):
         return InvalidParams(exc.message)
     return InternalError(f"{exc.code}: {exc.message}")
 

@@ -36,8 +36,10 @@ def server_capabilities(
     Args:
         passthrough: upstream tools are relayed as mcpx's own, so their
             ``tools/list_changed`` is relayed too; mcpx's own list is fixed.
-        logging: mcpx relays upstream log messages (legacy clients only:
-            2026-07-28 deprecates logging in favour of a per-request level).
+        logging: mcpx relays upstream log messages: to a legacy client unsolicited
+            (so only where they can be delivered), to a 2026-07-28 one on its
+            request's stream when it named a ``logLevel`` (S-LOG-1: a server that
+            emits them declares ``logging``).
         can_push: this connection can deliver unsolicited notifications.
         tasks: mcpx runs task-augmented calls.
     """
@@ -48,7 +50,7 @@ def server_capabilities(
         "resources": {"subscribe": True, "listChanged": can_push},
         "completions": {},
     }
-    if logging and can_push and spec.era_of(rev) is spec.Era.LEGACY:
+    if logging and (can_push or spec.era_of(rev) is spec.Era.MODERN):
         caps["logging"] = {}
     if tasks:
         caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}

@@ -16,6 +16,8 @@ Exceptions:
 
     TransportError                 anything a transport reports
     ├── TransportClosed            the transport is over; the reason says why
+    │   └── ResponseStreamBroken   one request's response stream ended or broke before
+    │                              its answer (carried by RequestFailed)
     └── HttpStatusError            one HTTP exchange failed (carried by RequestFailed)
 """
 
@@ -32,6 +34,7 @@ __all__ = [
     "HttpStatusError",
     "Inbound",
     "RequestFailed",
+    "ResponseStreamBroken",
     "Transport",
     "TransportClosed",
     "TransportError",
@@ -48,6 +51,15 @@ class TransportError(Exception):
 
 class TransportClosed(TransportError):
     """The transport is over (closed by us, or broken by the peer)."""
+
+
+class ResponseStreamBroken(TransportClosed):
+    """The server took the request and began its answer (JSON or SSE), but the body
+    ended or broke before the response: the request is lost, the transport is not.
+
+    Without resumption (2026-07-28) the session must send it again as a new request.
+    A subclass of ``TransportClosed`` because that is what this case always raised.
+    """
 
 
 class HttpStatusError(TransportError):

@@ -10,7 +10,8 @@ Invariants:
 
 - One exchange failing (refused connection, HTTP error without a JSON-RPC body, a stream
   cut before the answer, an oversized frame) yields ``RequestFailed`` for its request and
-  never ends the transport. Only closing it does.
+  never ends the transport. Only closing it does. A JSON or SSE answer cut short is a
+  ``ResponseStreamBroken``: the request is lost and may be sent again.
 - Every request gets exactly one outcome through ``receive()``: its response frame or a
   ``RequestFailed``, unless the session aborted it (then nothing more comes for it).
 - A session id is adopted only from a response to a request sent without one (the
@@ -40,6 +41,7 @@ from ._base import (
     MAX_FRAME_BYTES,
     Inbound,
     RequestFailed,
+    ResponseStreamBroken,
     TransportClosed,
     TransportError,
 )
@@ -265,8 +267,9 @@ class StreamableHttpTransport:
 
         Raises:
             TransportError: the exchange failed (``HttpStatusError``, ``ExchangeFailed``,
-                or ``TransportClosed`` when the body ended before the answer).
-            httpx.HTTPError: the connection broke.
+                or, when the body ended before the answer, ``ResponseStreamBroken`` or
+                ``TransportClosed``: see ``_read_body``).
+            httpx.HTTPError: the connection broke (before the body, or while resuming it).
         """
         status = response.status_code
         if reader.request_id is not None:
@@ -281,24 +284,42 @@ class StreamableHttpTransport:
         if not 200 <= status < 300:  # a redirect the client refused is an error too
             await self._deliver_error(response, reader)
             return
-        kind = content_type(response)
+        await self._read_body(response, reader)
+
+    async def _read_body(self, response: httpx.Response, reader: BodyReader) -> None:
+        """Deliver a 2xx body; raise why it did not answer the request it carried.
+
+        An answer begun (JSON or SSE) that ends short is a lost request, which the session
+        may send again; an empty body of any other kind is the server's own doing.
+
+        Raises:
+            ResponseStreamBroken: a JSON or SSE body ended or broke before the answer.
+            TransportClosed: another body was empty.
+            HttpStatusError: another body was not empty (neither JSON nor SSE).
+            ExchangeFailed, httpx.HTTPError: as for ``_answer``.
+        """
+        status, kind = response.status_code, content_type(response)
         if kind == "text/event-stream":
             await self._read_stream(response, reader)
         elif kind == "application/json" or kind.endswith("+json"):
-            await reader.read_json(response)
+            try:
+                await reader.read_json(response)
+            except httpx.HTTPError as exc:
+                raise _broken(status, exc) from exc
         elif reader.request_id is not None:
             body = await read_capped(response, _OTHER_BODY_MAX)
             if body.strip():
-                raise status_error_with(response, body)  # neither JSON nor SSE
-        if reader.request_id is not None and not reader.answered:
+                raise status_error_with(response, body)
             raise TransportClosed(f"HTTP {status}: stream ended before the response")
+        if reader.request_id is not None and not reader.answered:
+            raise ResponseStreamBroken(f"HTTP {status}: stream ended before the response")
 
     async def _read_stream(self, response: httpx.Response, reader: BodyReader) -> None:
         try:
             await reader.read_sse(response)
-        except httpx.HTTPError:
+        except httpx.HTTPError as exc:
             if not reader.last_event_id:
-                raise  # not resumable: the request is lost
+                raise _broken(response.status_code, exc) from exc  # not resumable: lost
         await reader.follow(self._open_get)
 
     async def _deliver_error(self, response: httpx.Response, reader: BodyReader) -> None:
@@ -341,6 +362,12 @@ class StreamableHttpTransport:
         # The server may refuse (405) or be gone: the session ends on our side regardless.
         with contextlib.suppress(httpx.HTTPError):
             await self._client.delete(self._url, headers=headers)
+
+
+def _broken(status: int, exc: httpx.HTTPError) -> ResponseStreamBroken:
+    return ResponseStreamBroken(
+        f"HTTP {status}: stream broke before the response: {type(exc).__name__}: {exc}"
+    )
 
 
 def _valid_session_id(value: str | None) -> bool:

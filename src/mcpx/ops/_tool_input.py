@@ -1,0 +1,109 @@
+"""A tool's arguments checked against its input schema before any upstream sees them.
+
+The schema is the upstream's, so it is held to what a schema may be: a dialect
+jsonschema knows (2020-12 when none is named), valid for it, references resolved within
+the schema only (never fetched), and alternatives nested no deeper than a check can
+afford. A schema that fails these makes the tool uncallable with a 502 that says why;
+arguments that fail the schema are the caller's 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcpx import wire
+
+from ._errors import OpError
+from ._plain_schema import QuickCheck, plain_check
+
+__all__ = ["check_arguments"]
+
+
+_VALIDATORS: dict[str, tuple[Any, QuickCheck | None]] = {}
+
+
+def _validator(server: str, tool: dict[str, Any]) -> tuple[Any, QuickCheck | None]:
+    """A compiled validator per distinct schema (compiling one per call is most of its
+    cost), with the quick check for plain schemas in front of it.
+
+    Raises:
+        OpError: 502, the tool's schema cannot be used (an unknown ``$schema`` dialect,
+            or not a valid schema): its arguments could not be checked.
+    """
+    import jsonschema
+    from referencing import Registry
+
+    schema = tool.get("inputSchema") or {"type": "object"}
+    key = wire.dumps(schema).decode()
+    cached = _VALIDATORS.get(key)
+    if cached is None:
+        # 2020-12 when no $schema is named; a named dialect jsonschema does not know
+        # is an error rather than a guess (it would fall back to 2020-12 with a warning).
+        latest = jsonschema.Draft202012Validator
+        kind = jsonschema.validators.validator_for(schema, default=_UNKNOWN_DIALECT)
+        if kind is _UNKNOWN_DIALECT and "$schema" not in schema:
+            kind = latest
+        elif kind is _UNKNOWN_DIALECT:
+            raise _unusable(server, tool, f"unknown $schema dialect {schema.get('$schema')!r}")
+        try:
+            kind.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise _unusable(server, tool, f"not a valid schema: {exc.message}") from exc
+        if _branching_depth(schema) > _MAX_BRANCHING_DEPTH:
+            # Each level of alternatives may double the work of a check (S-MSG-18).
+            why = f"alternatives (anyOf, oneOf) nested over {_MAX_BRANCHING_DEPTH} deep"
+            raise _unusable(server, tool, why)
+        if len(_VALIDATORS) > 4096:
+            _VALIDATORS.clear()
+        # An empty registry of our own: jsonschema's default one would fetch a network
+        # $ref (C-SEC-8); with this one only references within the schema resolve.
+        validator = kind(schema, registry=Registry())
+        cached = _VALIDATORS[key] = (validator, plain_check(schema))
+    return cached
+
+
+_UNKNOWN_DIALECT: Any = object()
+_MAX_BRANCHING_DEPTH = 8
+
+
+def _branching_depth(node: Any, depth: int = 0) -> int:
+    """How deep ``anyOf``/``oneOf`` alternatives nest in a schema (stops counting past
+    the bound, so a hostile schema costs no more than that to measure)."""
+    if depth > _MAX_BRANCHING_DEPTH:
+        return depth
+    if isinstance(node, list):
+        return max((_branching_depth(item, depth) for item in node), default=depth)
+    if not isinstance(node, dict):
+        return depth
+    deepest = depth
+    for key, value in node.items():
+        below = depth + 1 if key in ("anyOf", "oneOf") else depth
+        deepest = max(deepest, _branching_depth(value, below))
+    return deepest
+
+
+def _unusable(server: str, tool: dict[str, Any], why: str) -> OpError:
+    message = f"{server}/{tool['name']} cannot be called: its input schema is unusable ({why})"
+    return OpError(502, "upstream_error", message, {"server": server, "tool": tool["name"]})
+
+
+def check_arguments(server: str, tool: dict[str, Any], arguments: dict[str, Any]) -> None:
+    from referencing.exceptions import Unresolvable
+
+    validator, quick = _validator(server, tool)
+    if quick is not None and quick(arguments):
+        return
+    try:
+        problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except Unresolvable as exc:
+        raise _unusable(server, tool, f"unresolvable $ref {exc}") from exc
+    if problems:
+        first = problems[0]
+        where = ".".join(map(str, first.absolute_path)) or "(arguments)"
+        raise OpError(
+            400,
+            "invalid_input",
+            f"arguments for {server}/{tool['name']} do not match its input schema: "
+            f"{where}: {first.message}",
+            {"field": where, "problems": [p.message for p in problems[:10]]},
+        )
