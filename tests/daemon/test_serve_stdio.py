@@ -199,7 +199,7 @@ def test_channel_socket_and_batches(daemon: Daemon) -> None:
     assert sorted(f["id"] for f in second) == [2, 3]
 
 
-# S-CANC-1
+# S-CANC-1, S-CANC-4
 def test_a_cancelled_request_gets_no_answer(daemon: Daemon, sent_frames: FrameLog) -> None:
     """notifications/cancelled withdraws a running request (and its upstream call):
     no answer is sent for it; the others are answered."""
@@ -215,12 +215,18 @@ def test_a_cancelled_request_gets_no_answer(daemon: Daemon, sent_frames: FrameLo
             _request(1, "initialize", init),
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             _request(2, "tools/call", {"name": "mcpx_call", "arguments": slow}),
-            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}},
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 2, "reason": "the user pressed stop"},
+            },
             _request(3, "tools/call", {"name": "mcpx_call", "arguments": ECHO}),
         ],
     )
     assert 2 not in answers
     assert _text(answers[3]["result"]) == "hi"
+    # S-CANC-4: the reason the host gave is logged.
+    assert any("the user pressed stop" in line["msg"] for line in daemon.log_lines())
     sent_frames.sent(answers[1], "2025-06-18", answering="initialize")
     sent_frames.sent(answers[3], "2025-06-18", answering="tools/call")
 
