@@ -3,9 +3,11 @@
     bash bench/setup.sh            # peers + fastmcp 4.1.x + mcp-proxy 0.13 in .tooling (once)
     .venv/bin/python bench/bench_call.py [--n 2000] [--reps 3] [--only e,h]
 
-In one run, interleaved (the order rotated each repetition), medians of ``--reps``
-repetitions, each sequentially and 8-concurrently, all against the same echo upstream
-over stdio (tests/fixtures/sdk_server.py on the official SDK 2.3.0):
+In one run, interleaved (the order rotated each repetition; the two rows of a ratio run
+back to back), medians of ``--reps`` repetitions, each sequentially and 8-concurrently,
+all against the same echo upstream over stdio (tests/fixtures/sdk_server.py on the
+official SDK 2.3.0). A ratio is the median of the repetitions' own ratios: on a shared
+machine the peers' figures drift by a quarter within minutes, and pairing cancels that.
 
 (a)  direct: the official Python SDK client spawning the upstream itself;
 (a') direct-raw: the raw JSON-lines host of (d) and (f) spawning the upstream itself;
@@ -119,13 +121,31 @@ def throughput(
                     "e*": [PY, WORKERS, "http", *nc, "mcpx-mcp", d["url"]],
                     "h*": [PY, WORKERS, "http", *nc, "legacy", mcp_proxy_url],
                 }
-                order = [k for k in runs if not only or k in only]
-                shift = rep % len(order)
-                for key in order[shift:] + order[:shift]:
+                for key in _order([k for k in runs if not only or k in only], rep):
                     rps = run_json(runs[key], env=d["env"])["rps"]
                     results.setdefault(f"{key}/{conc}", []).append(rps)
         results["cli-first-call"] = _first_calls(d["env"])
     return results
+
+
+def _order(keys: list[str], rep: int) -> list[str]:
+    """This repetition's running order: the rows a ratio compares run back to back
+    (which goes first alternates), so that the machine's drift over a run, often
+    larger than the effect, touches both sides of each ratio alike; the groups rotate."""
+    groups: list[list[str]] = []
+    for top, bottom, _ in RATIOS:
+        if top in keys and bottom in keys and not any(top in g or bottom in g for g in groups):
+            groups.append([top, bottom] if rep % 2 == 0 else [bottom, top])
+    grouped = {k for g in groups for k in g}
+    groups += [[k] for k in keys if k not in grouped]
+    shift = rep % len(groups)
+    return [k for g in groups[shift:] + groups[:shift] for k in g]
+
+
+def paired_ratios(results: dict[str, list[float]], top: str, bottom: str, conc: int) -> list[float]:
+    """Each repetition's ratio of two rows, from their back-to-back runs."""
+    tops, bottoms = results[f"{top}/{conc}"], results[f"{bottom}/{conc}"]
+    return [t / b for t, b in zip(tops, bottoms, strict=True)]
 
 
 def _first_calls(env: dict[str, str], times: int = 5) -> list[float]:
@@ -195,26 +215,33 @@ def _http_requests(sock: str) -> int:
     return int(servers[0]["instances"][0]["httpRequests"])
 
 
-def report(med: dict[str, float], n: int, reps: int) -> None:
+def report(results: dict[str, list[float]], n: int, reps: int) -> None:
+    med = {k: statistics.median(v) for k, v in results.items()}
     print(f"N={n} calls, median of {reps} interleaved repetitions (calls/s)")
     print(f"{'path':<36}{'sequential':>12}{'8-concurrent':>14}")
     for key, label in PATHS:
         if key + "/1" in med:  # --only leaves rows out
             print(f"{label:<36}{med[key + '/1']:>12.0f}{med[key + '/8']:>14.0f}")
     print()
+    print("ratio: the median of the repetitions' ratios, each of two back-to-back runs")
     print(f"{'ratio':<36}{'sequential':>12}{'8-concurrent':>14}  target")
+    spread = []
     for top, bottom, target in RATIOS:
         if f"{top}/1" not in med or f"{bottom}/1" not in med:
             continue
         cells = ""
         verdict = []
         for conc in (1, 8):
-            ratio = med[f"{top}/{conc}"] / med[f"{bottom}/{conc}"]
+            each = paired_ratios(results, top, bottom, conc)
+            ratio = statistics.median(each)
             cells += f"{ratio:>{12 if conc == 1 else 14}.2f}"
             if target is not None:
                 verdict.append("met" if ratio >= target else "MISSED")
+                spread.append(f"({top})/({bottom}) {conc}: " + " ".join(f"{r:.2f}" for r in each))
         want = f"  >= {target:g} ({' / '.join(verdict)})" if target is not None else ""
         print(f"{f'({top})/({bottom})':<36}{cells}{want}")
+    if spread:
+        print("each repetition (targets):", "; ".join(spread))
 
 
 def main() -> None:
@@ -235,13 +262,13 @@ def main() -> None:
         results = throughput(args.n, args.reps, work, only)
         idle, ten = rss_with_ten(work)
         per_call = http_requests_per_call(work)
-    med = {k: statistics.median(v) for k, v in results.items()}
-    report(med, args.n, args.reps)
+    report(results, args.n, args.reps)
     # The figures are only as quiet as the machine: other work shows in the load average.
     print(f"\n{os.cpu_count()} CPUs; load average (1 min) {load_before[0]:.2f} before, ", end="")
     print(f"{os.getloadavg()[0]:.2f} after")
     print()
-    print(f"warm first call from a fresh CLI process: {med['cli-first-call']:.3f} s (median of 5)")
+    first = statistics.median(results["cli-first-call"])
+    print(f"warm first call from a fresh CLI process: {first:.3f} s (median of 5)")
     print(f"daemon RSS: {idle / 1024:.1f} MiB idle, {ten / 1024:.1f} MiB with 10 upstreams started")
     print(f"upstream HTTP requests per call (Streamable HTTP upstream): {per_call:.2f}")
 

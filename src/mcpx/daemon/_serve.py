@@ -36,12 +36,13 @@ from mcpx.events import EventBus, publish_notification
 from mcpx.ops import Catalogue, OpContext, Relay
 from mcpx.ops._tasks import Tasks
 from mcpx.pool import open_pool
-from mcpx.questions import Broker, NativeFirst, Question, StateSigner
+from mcpx.questions import Broker, NativeFirst, Question, StateSigner, Throttle
 from mcpx.server import Audience
 
 from ._app import build_app
 from ._later import Later
 from ._mcp import McpEndpoint
+from ._one_send import OneSendProtocol
 from ._paths import DaemonPaths
 from ._stdio_channel import serve_stdio_channel
 
@@ -232,8 +233,15 @@ def serve(
         hooks = _hooks(catalogues, audience, relay, settings, events)
         broker = Broker(paths.questions, on_change=_question_events(events))
         # Upstream questions: the calling host first, the broker after.
+        throttle = Throttle(
+            int(settings["proto.questionsOpen"]), int(settings["proto.questionRate"])
+        )
         handler = NativeFirst(
-            broker, relay, lambda: holder[0].pool if holder else None, lambda: bool(stopping)
+            broker,
+            relay,
+            lambda: holder[0].pool if holder else None,
+            lambda: bool(stopping),
+            throttle,
         )
         async with (
             open_pool(servers, settings, cache=cache, hooks=hooks, handler=handler) as pool,
@@ -287,6 +295,7 @@ def serve(
     config = uvicorn.Config(
         app,
         lifespan="on",
+        http=OneSendProtocol,
         log_config=None,
         access_log=False,
         # A host that does not let go of a stream gets this long after the graceful end.
