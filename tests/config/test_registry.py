@@ -171,6 +171,8 @@ SEEDED: list[tuple[str, object]] = [
     ("proto.native", True),
     ("proto.askTimeout", 600.0),
     ("proto.askRounds", 8),
+    ("proto.questionsOpen", 16),
+    ("proto.questionRate", 5),
     ("proto.askTTL", 900.0),
     ("proto.stateTTL", 1800.0),
     ("proto.sessionIdle", 1800.0),

@@ -142,6 +142,18 @@ _SEED: Final[tuple[Setting, ...]] = (
     ),
     _duration("proto.askTimeout", "10m", "How long one client request may be held asking."),
     _integer("proto.askRounds", 8, "How many times one call may come back asking.", 1),
+    _integer(
+        "proto.questionsOpen",
+        16,
+        "How many sampling and elicitation questions one server may have open at once.",
+        1,
+    ),
+    _integer(
+        "proto.questionRate",
+        5,
+        "How many questions a second one server may put, on average (bursts of 4 times it).",
+        1,
+    ),
     _duration(
         "proto.askTTL",
         "15m",

@@ -17,6 +17,8 @@ Invariants:
 - A question needing more than mcpx declared to that server (``_asked``) is refused
   at once, before anyone is asked; roots go upstream only as ``file://`` URIs without
   ``..`` (``_answers``), whoever gave them.
+- A server with too many questions open, or asking too fast (``_throttle``), is refused
+  at once too.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from mcpx.wire import McpError, MethodNotFound
 from ._answers import exposable_roots
 from ._asked import check_askable
 from ._broker import Broker
+from ._throttle import Throttle
 
 if TYPE_CHECKING:
     from mcpx.ops import HostAsker, Relay
@@ -57,11 +60,13 @@ class NativeFirst:
         relay: Relay,
         pool: Callable[[], Pool | None],
         closing: Callable[[], bool] = lambda: False,
+        throttle: Throttle | None = None,
     ) -> None:
         self._broker = broker
         self._relay = relay
         self._pool = pool
         self._closing = closing
+        self._throttle = throttle or Throttle(open_limit=16, rate=5)
 
     def capabilities(self, revision: str) -> dict[str, Any]:
         """What mcpx declares upstream, in ``revision``'s terms: it can always answer
@@ -83,14 +88,15 @@ class NativeFirst:
             raise MethodNotFound(f"mcpx does not answer {method}")
         check_askable(method, params, self.capabilities(asked.revision))
         shown = _shown(method, params, asked.server)
-        owner = self._owner(asked.server, asked.scope)
-        if owner is not None and owner.can(method, shown):
-            log.info("%s asks its caller: %s", asked.server, method)
-            result = await owner.ask(method, shown)
-        elif method == "roots/list":
-            result = {"roots": []}
-        else:
-            result = await self._brokered(method, shown, asked)
+        with self._throttle.asking(asked.server, method):
+            owner = self._owner(asked.server, asked.scope)
+            if owner is not None and owner.can(method, shown):
+                log.info("%s asks its caller: %s", asked.server, method)
+                result = await owner.ask(method, shown)
+            elif method == "roots/list":
+                result = {"roots": []}
+            else:
+                result = await self._brokered(method, shown, asked)
         # A host's roots are checked too: the upstream gets only what may be exposed.
         return exposable_roots(result, asked.server) if method == "roots/list" else result
 
