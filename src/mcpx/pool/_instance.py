@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +29,8 @@ from mcpx.client import (
     open_session,
 )
 from mcpx.config import ServerConfig, Settings
+
+from ._list_polls import LIST_FLAGS, left_out, poll_lists
 
 __all__ = ["Instance"]
 
@@ -140,10 +143,39 @@ class Instance:
     async def _listen(self, session: Session, notifications: dict[str, Any]) -> None:
         # A modern upstream tells of list changes only on a listen stream: hold one for
         # the instance's life, and hand what it says to the hooks as a legacy one's is.
-        async with session.listen(notifications) as stream:
-            async for note in stream:
-                if note["method"] != "notifications/subscriptions/acknowledged":
-                    self._hooks.on_notification(self.server.name, note["method"], note["params"])
+        # The kinds its acknowledgement leaves out are polled instead (C-SUB-3).
+        name = self.server.name
+
+        def changed(method: str) -> None:
+            self._hooks.on_notification(name, method, {})
+
+        # As often as hosts are told a list stays fresh (0, never fresh: once a minute).
+        interval = float(self.settings["protoMessages.listMaxAge"]) or 60.0
+        async with anyio.create_task_group() as tg:
+            polling = anyio.CancelScope()
+            async with session.listen(notifications) as stream:
+                async for note in stream:
+                    if note["method"] != "notifications/subscriptions/acknowledged":
+                        self._hooks.on_notification(name, note["method"], note["params"])
+                        continue
+                    polling.cancel()  # a stream opened again is acknowledged again
+                    kinds = left_out(notifications, note["params"])
+                    if kinds:
+                        log.info("%s acknowledged no %s list changes: polling", name, kinds)
+                        polling = anyio.CancelScope()
+                        tg.start_soon(self._poll, polling, session, kinds, interval, changed)
+            tg.cancel_scope.cancel()
+
+    async def _poll(
+        self,
+        scope: anyio.CancelScope,
+        session: Session,
+        kinds: list[str],
+        interval: float,
+        changed: Callable[[str], None],
+    ) -> None:
+        with scope:
+            await poll_lists(session, kinds, max(interval, _POLL_FLOOR), changed)
 
     async def stop(self) -> None:
         """Close the session (process ended, HTTP session deleted) and wait."""
@@ -205,8 +237,8 @@ class Instance:
         }
 
 
-_LIST_FLAGS = {"tools": "toolsListChanged", "prompts": "promptsListChanged"}
-_LIST_FLAGS["resources"] = "resourcesListChanged"
+# A list is polled no more often than this, whatever protoMessages.listMaxAge says.
+_POLL_FLOOR = 0.25
 
 
 def _list_changes(session: Session) -> dict[str, Any]:
@@ -217,7 +249,7 @@ def _list_changes(session: Session) -> dict[str, Any]:
     caps = negotiated.capabilities
     return {
         flag: True
-        for kind, flag in _LIST_FLAGS.items()
+        for kind, flag in LIST_FLAGS.items()
         if isinstance(caps.get(kind), dict) and caps[kind].get("listChanged") is True
     }
 
