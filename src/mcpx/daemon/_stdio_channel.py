@@ -468,6 +468,7 @@ class _FdReceiveStream(_Fd, ByteReceiveStream):
     async def receive(self, max_bytes: int = _CHUNK) -> bytes:
         assert _wait_readable is not None
         await anyio.lowlevel.checkpoint_if_cancelled()
+        waited = False
         while True:
             if self.closed:
                 raise anyio.ClosedResourceError
@@ -475,13 +476,16 @@ class _FdReceiveStream(_Fd, ByteReceiveStream):
                 data = os.read(self.fd, max_bytes)
             except BlockingIOError:
                 await _wait_readable(self.fd)
+                waited = True
                 continue
             except OSError as exc:
                 raise anyio.BrokenResourceError from exc
             if not data:
                 raise anyio.EndOfStream
-            # Read is read: a cancellation from here on must not lose the bytes.
-            await anyio.lowlevel.cancel_shielded_checkpoint()
+            if not waited:
+                # Read at once: yield here, so that a host that keeps writing cannot
+                # starve the loop. Read is read: a cancellation must not lose the bytes.
+                await anyio.lowlevel.cancel_shielded_checkpoint()
             return data
 
 
@@ -501,4 +505,4 @@ class _FdSendStream(_Fd, ByteSendStream):
                 await _wait_writable(self.fd)
             except OSError as exc:  # EPIPE: the host is gone
                 raise anyio.BrokenResourceError from exc
-        await anyio.lowlevel.cancel_shielded_checkpoint()
+        # No yield after a write done at once: the one writer yields in its receive.
