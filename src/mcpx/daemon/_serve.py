@@ -233,15 +233,12 @@ def serve(
         hooks = _hooks(catalogues, audience, relay, settings, events)
         broker = Broker(paths.questions, on_change=_question_events(events))
         # Upstream questions: the calling host first, the broker after.
-        throttle = Throttle(
-            int(settings["proto.questionsOpen"]), int(settings["proto.questionRate"])
-        )
         handler = NativeFirst(
             broker,
             relay,
             lambda: holder[0].pool if holder else None,
             lambda: bool(stopping),
-            throttle,
+            Throttle.configured(settings),
         )
         async with (
             open_pool(servers, settings, cache=cache, hooks=hooks, handler=handler) as pool,

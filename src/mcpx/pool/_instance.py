@@ -150,7 +150,7 @@ class Instance:
             self._hooks.on_notification(name, method, {})
 
         # As often as hosts are told a list stays fresh (0, never fresh: once a minute).
-        interval = float(self.settings["protoMessages.listMaxAge"]) or 60.0
+        interval = max(float(self.settings["protoMessages.listMaxAge"]) or 60.0, _POLL_FLOOR)
         async with anyio.create_task_group() as tg:
             polling = anyio.CancelScope()
             async with session.listen(notifications) as stream:
@@ -175,7 +175,7 @@ class Instance:
         changed: Callable[[str], None],
     ) -> None:
         with scope:
-            await poll_lists(session, kinds, max(interval, _POLL_FLOOR), changed)
+            await poll_lists(session, kinds, interval, changed)
 
     async def stop(self) -> None:
         """Close the session (process ended, HTTP session deleted) and wait."""

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mcpx import spec
 from mcpx.client import Asked
+from mcpx.config import SETTINGS
 from mcpx.wire import McpError, MethodNotFound
 
 from ._answers import exposable_roots
@@ -66,7 +67,10 @@ class NativeFirst:
         self._relay = relay
         self._pool = pool
         self._closing = closing
-        self._throttle = throttle or Throttle(open_limit=16, rate=5)
+        # Without one given: the limits the settings registry declares by default.
+        self._throttle = throttle or Throttle.configured(
+            {name: SETTINGS[name].default for name in ("proto.questionsOpen", "proto.questionRate")}
+        )
 
     def capabilities(self, revision: str) -> dict[str, Any]:
         """What mcpx declares upstream, in ``revision``'s terms: it can always answer

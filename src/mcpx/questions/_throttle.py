@@ -19,9 +19,9 @@ Invariants:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Final
+from typing import Any, Final
 
 from mcpx.wire import McpError
 
@@ -44,6 +44,11 @@ class Throttle:
         self._open: dict[str, int] = {}
         # Per server: tokens left, and when they were counted.
         self._tokens: dict[str, tuple[float, float]] = {}
+
+    @classmethod
+    def configured(cls, settings: Mapping[str, Any]) -> Throttle:
+        """The limits ``settings`` set (the registry's defaults when given those)."""
+        return cls(int(settings["proto.questionsOpen"]), int(settings["proto.questionRate"]))
 
     def open(self, server: str) -> int:
         return self._open.get(server, 0)
