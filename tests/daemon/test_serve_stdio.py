@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -282,6 +283,70 @@ def test_daemon_serves_handed_off_pipes(daemon: Daemon) -> None:
     os.close(out_r)
     assert {a["id"] for a in answers} == {1, 2}
     assert answers[0]["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_a_host_that_reads_late_gets_every_answer_whole(daemon: Daemon) -> None:
+    """Answers go straight to the host's pipe while it has room; once it is full (the
+    host is not reading) the rest wait, and none is cut, lost or doubled. Nor are the
+    last ones lost at EOF: the writer used to drop its last batch when the stream of
+    answers ended while it was collecting one."""
+    from mcpx.daemon._stdio_channel import HANDOFF
+
+    count = 3000  # about 150 KB of answers: more than a pipe holds
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(DaemonPaths(daemon.state).stdio_socket))
+        socket.send_fds(sock, [HANDOFF], [in_r, out_w])
+        os.close(in_r)
+        os.close(out_w)
+        assert sock.recv(64) == b"OK\n"
+        os.write(in_w, (json.dumps(_request(0, "initialize", _INIT)) + "\n").encode())
+        _read_until(out_r, b"\n")
+        pad = "x" * 20  # a longer id: each answer about 50 bytes
+        lines = [_request(f"{pad}-{i}", "ping") for i in range(count)]
+        os.write(in_w, "".join(json.dumps(x) + "\n" for x in lines).encode())
+        time.sleep(1)  # the pipe fills up meanwhile: nobody reads it
+        os.close(in_w)
+        answers = [json.loads(x) for x in _read_all(out_r).decode().splitlines()]
+    os.close(out_r)
+    assert sorted(a["id"] for a in answers) == sorted(f"{pad}-{i}" for i in range(count))
+    assert all(a["result"] == {} for a in answers)
+
+
+# S-STDIO-8
+def test_a_listen_stream_does_not_hold_the_session_past_eof(daemon: Daemon) -> None:
+    """A host's listen stream ends with its input: the session does not wait out
+    transport.stdioDrain (30 s here) for a stream that only ends when cancelled."""
+    listen = _request(7, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    listen["params"]["_meta"] = META
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpx", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=daemon.home,
+        env=daemon.env(),
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(listen).encode() + b"\n")
+        proc.stdin.flush()
+        ack = json.loads(_read_until(proc.stdout.fileno(), b"\n"))
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        started = time.monotonic()
+        proc.stdin.close()
+        rest = _read_all(proc.stdout.fileno(), limit=20)
+        assert proc.wait(timeout=20) == 0
+        ended_after = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+    assert ended_after < 15  # well inside the 30 s drain it used to wait out
+    assert not [f for f in map(json.loads, rest.decode().splitlines()) if f.get("id") == 7]
 
 
 def _read_until(fd: int, needle: bytes, limit: float = 60) -> bytes:

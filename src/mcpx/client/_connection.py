@@ -26,7 +26,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from mcpx import wire
-from mcpx.transport import RequestFailed, Transport, TransportClosed, TransportError
+from mcpx.transport import Inbound, RequestFailed, Transport, TransportClosed, TransportError
 
 from ._errors import UpstreamBroken, UpstreamError, UpstreamTimeout
 
@@ -233,16 +233,21 @@ class Connection:
     # -- inbound -------------------------------------------------------------
 
     async def run(self) -> None:
-        """Read and route frames until the transport ends."""
+        """Route frames until the transport ends: as they arrive, in the transport's own
+        task (an answer then wakes its caller directly, with no hop through this one)."""
+        self.transport.route(self._inbound)
         while True:
             try:
-                inbound = await self.transport.receive()
+                inbound = await self.transport.receive()  # only the end, once routed
             except TransportClosed as exc:
                 self._break(str(exc))
                 return
-            if isinstance(inbound, RequestFailed):
-                self._settle(inbound.request_id, inbound.error)
-                continue
+            self._inbound(inbound)
+
+    def _inbound(self, inbound: Inbound) -> None:
+        if isinstance(inbound, RequestFailed):
+            self._settle(inbound.request_id, inbound.error)
+        else:
             self._route(inbound)
 
     def _route(self, frame: dict[str, Any]) -> None:

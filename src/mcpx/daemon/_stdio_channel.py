@@ -22,16 +22,18 @@ Invariants:
 - Requests run concurrently, each in a task owned by the connection, so a slow call does
   not hold up the next line. ``initialize`` and notifications are handled in line: the
   handshake is settled before anything after it is read.
-- Every frame leaves through one writer task, whole lines only (those finished
-  together in one write), in the order the frames were finished: answers and pushes
-  never interleave.
+- Frames leave in the order they were finished, whole lines only: answers and pushes
+  never interleave. On a hand-off, a line goes straight to the host's pipe when nothing
+  is waiting to be written; otherwise (or what a full pipe did not take) it goes to the
+  one writer task, which joins what is waiting into one write.
 - At EOF, requests in flight get ``transport.stdioDrain`` to answer; then the connection
-  closes. When the daemon stops, every connection ends with the channel.
+  closes. Listen streams (``subscriptions/listen``) end at EOF, unanswered: they only
+  ever stream to a live host, and would otherwise hold the session for the drain.
+  When the daemon stops, every connection ends with the channel.
 """
 
 from __future__ import annotations
 
-import fcntl
 import itertools
 import json
 import logging
@@ -52,7 +54,6 @@ from anyio.abc import (
     ByteSendStream,
     SocketAttribute,
     SocketStream,
-    TaskGroup,
     UNIXSocketStream,
 )
 from anyio.streams.buffered import BufferedByteReceiveStream
@@ -61,9 +62,11 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcpx import wire
 from mcpx.ops import OpContext
 from mcpx.server import Conn, Questions, dispatch, release_all
+from mcpx.transport import PipeReceiveStream, PipeSendStream, can_write_descriptors
 from mcpx.wire import Kind, McpError
 
 from ._running import Running
+from ._workers import Workers
 
 __all__ = ["HANDOFF", "MAX_LINE", "serve_stdio_channel"]
 
@@ -79,10 +82,6 @@ HANDOFF: Final = b"MCPX-STDIO-FDS 1\n"
 # mcpx serve's settings for its host, as a JSON line before anything else.
 OPTIONS: Final = b"MCPX-STDIO-OPTIONS "
 _CHUNK: Final = 64 * 1024
-# Waiting on an arbitrary descriptor came with anyio 4.7; without it, hand-offs are refused.
-_wait_readable = getattr(anyio, "wait_readable", None)
-_wait_writable = getattr(anyio, "wait_writable", None)
-_notify_closing = getattr(anyio, "notify_closing", None)
 
 
 async def serve_stdio_channel(
@@ -168,12 +167,12 @@ async def _handed_off(
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await stream.send(b"NO " + refusal.encode() + b"\n")
         return
-    receive, send = _FdReceiveStream(fds[0]), _FdSendStream(fds[1])
+    receive, send = PipeReceiveStream(fds[0]), PipeSendStream(fds[1])
     try:
         try:
-            receive.start()
+            await receive.start()
             send.start()
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             log.warning("stdio hand-off refused (%s): %s", exc, identity)
             receive.close()  # flags put back before the shim relays on them
             send.close()
@@ -197,7 +196,7 @@ async def _handed_off(
 
 def _refusal(fds: list[int]) -> str | None:
     """Why the descriptors of a hand-off cannot be served here, or None."""
-    if None in (_wait_readable, _wait_writable, _notify_closing):
+    if not can_write_descriptors():
         return "this anyio cannot wait on a descriptor"
     if len(fds) != 2:
         return f"{len(fds)} descriptors, not 2"
@@ -253,10 +252,16 @@ class _Channel:
         self.identity = identity
         self.mode = mode
         self._out: MemoryObjectSendStream[bytes] | None = None
+        # Lines given to the writer and not yet written: while there are none, a line
+        # may go straight to a pipe (no trip through the writer), still in order.
+        self._unwritten = 0
+        self._write_now = send.send_nowait if isinstance(send, PipeSendStream) else None
         # Reading the host's lines; cancelled when the shim of a hand-off is gone.
         self._reading = anyio.CancelScope()
         # Requests being answered, by id: notifications/cancelled cancels one.
         self._running = Running()
+        # The listen streams open (subscriptions/listen): they end at the host's EOF.
+        self._listens: set[anyio.CancelScope] = set()
         # Questions put to the host, waiting for its answers.
         self._questions = Questions()
         self.conn = Conn(transport="stdio", push=self._push, identity=self.identity)
@@ -307,15 +312,17 @@ class _Channel:
     async def _writer(self, receive: MemoryObjectReceiveStream[bytes]) -> None:
         async with receive:
             async for line in receive:
-                # Whatever else is finished goes in the same write.
+                # Whatever else is finished goes in the same write. After the last
+                # answer the stream ends: what was collected is still written.
                 lines = [line]
-                with suppress(anyio.WouldBlock):
+                with suppress(anyio.WouldBlock, anyio.EndOfStream):
                     while len(lines) < 64:
                         lines.append(receive.receive_nowait())
                 try:
                     await self.send.send(b"".join(lines) if len(lines) > 1 else line)
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     return  # the host went away; the remaining answers have no reader
+                self._unwritten -= len(lines)
 
     def _push(self, frame: dict[str, Any]) -> None:
         self._emit(frame)
@@ -323,24 +330,37 @@ class _Channel:
     def _emit(self, frame: object) -> None:
         if self._out is None:
             return
+        line = wire.dumps(frame) + b"\n"
         # Late answers after the writer ended are dropped: nobody is reading any more.
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._out.send_nowait(wire.dumps(frame) + b"\n")
+            if self._write_now is not None and not self._unwritten:
+                line = line[self._write_now(line) :]
+                if not line:
+                    return
+            self._out.send_nowait(line)  # the rest, when the pipe is full: the writer waits
+            self._unwritten += 1
 
     async def _serve_lines(self) -> None:
         reader = BufferedByteReceiveStream(self.receive)
         drain = float(self.ctx.settings["transport.stdioDrain"])
         async with anyio.create_task_group() as requests:
-            with self._reading:
-                more = True
-                while more:
-                    line, more = await _read_line(reader)
-                    if line.strip():
-                        await self._frame(line, requests)
-            # EOF: what is in flight gets the drain period, then is cancelled.
+            workers = Workers(requests)
+            try:
+                with self._reading:
+                    more = True
+                    while more:
+                        line, more = await _read_line(reader)
+                        if line.strip():
+                            await self._frame(line, workers)
+            finally:
+                workers.close()  # the tasks waiting for work end; the busy ones go on
+            # EOF: a listen stream only ever streams to a live host, so it ends now; what
+            # else is in flight gets the drain period to answer, then is cancelled.
+            for listen in self._listens:
+                listen.cancel()
             requests.cancel_scope.deadline = anyio.current_time() + drain
 
-    async def _frame(self, line: bytes, requests: TaskGroup) -> None:
+    async def _frame(self, line: bytes, requests: Workers) -> None:
         try:
             decoded = wire.decode(line, batch_ok=self.conn.revision == _BATCH_REVISION)
         except McpError as exc:
@@ -355,6 +375,8 @@ class _Channel:
         if kind is Kind.REQUEST and frame.get("method") != "initialize":
             # Registered before the task runs, so a cancel on the next line finds it.
             scope = self._running.register(frame["id"])
+            if frame.get("method") == "subscriptions/listen":
+                self._listens.add(scope)
             requests.start_soon(self._request, frame, scope)
         elif kind in (Kind.REQUEST, Kind.NOTIFICATION):
             await self._request(frame)
@@ -379,8 +401,11 @@ class _Channel:
 
     async def _request(self, frame: wire.Frame, scope: anyio.CancelScope | None = None) -> None:
         reply: wire.Frame | None = None
-        with self._running.serving(frame.get("id"), scope) as scope:
-            reply = await self._answer(frame)
+        try:
+            with self._running.serving(frame.get("id"), scope) as scope:
+                reply = await self._answer(frame)
+        finally:
+            self._listens.discard(scope)
         if reply is not None and not scope.cancelled_caught:
             self._emit(reply)
 
@@ -431,78 +456,3 @@ class _Prefixed(ByteReceiveStream):
 
     async def aclose(self) -> None:
         await self._stream.aclose()
-
-
-class _Fd:
-    """A host's descriptor, owned from the start: non-blocking once started, its flags
-    put back when closed (the file description is shared with ``mcpx serve``'s)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.closed = False
-        self._flags: int | None = None
-
-    def start(self) -> None:
-        self._flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
-        fcntl.fcntl(self.fd, fcntl.F_SETFL, self._flags | os.O_NONBLOCK)
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        if _notify_closing is not None:
-            _notify_closing(self.fd)
-        if self._flags is not None:
-            with suppress(OSError):
-                fcntl.fcntl(self.fd, fcntl.F_SETFL, self._flags)
-        os.close(self.fd)
-
-    async def aclose(self) -> None:
-        self.close()
-        await anyio.lowlevel.checkpoint()
-
-
-class _FdReceiveStream(_Fd, ByteReceiveStream):
-    """The host's stdin (a pipe or a socket), read directly."""
-
-    async def receive(self, max_bytes: int = _CHUNK) -> bytes:
-        assert _wait_readable is not None
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        waited = False
-        while True:
-            if self.closed:
-                raise anyio.ClosedResourceError
-            try:
-                data = os.read(self.fd, max_bytes)
-            except BlockingIOError:
-                await _wait_readable(self.fd)
-                waited = True
-                continue
-            except OSError as exc:
-                raise anyio.BrokenResourceError from exc
-            if not data:
-                raise anyio.EndOfStream
-            if not waited:
-                # Read at once: yield here, so that a host that keeps writing cannot
-                # starve the loop. Read is read: a cancellation must not lose the bytes.
-                await anyio.lowlevel.cancel_shielded_checkpoint()
-            return data
-
-
-class _FdSendStream(_Fd, ByteSendStream):
-    """The host's stdout (a pipe or a socket), written directly."""
-
-    async def send(self, item: bytes) -> None:
-        assert _wait_writable is not None
-        await anyio.lowlevel.checkpoint_if_cancelled()
-        view = memoryview(item)
-        while view:
-            if self.closed:
-                raise anyio.ClosedResourceError
-            try:
-                view = view[os.write(self.fd, view) :]
-            except BlockingIOError:
-                await _wait_writable(self.fd)
-            except OSError as exc:  # EPIPE: the host is gone
-                raise anyio.BrokenResourceError from exc
-        # No yield after a write done at once: the one writer yields in its receive.

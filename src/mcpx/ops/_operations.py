@@ -39,26 +39,36 @@ _TIMEOUT = Param(
 
 async def _upstream(server: str, call: Awaitable[T]) -> T:
     """Translate the pool's and the upstream's failures into /v1 errors, once."""
+    try:
+        return await call
+    except Exception as exc:
+        translated = _translated(server, exc)
+        if translated is None:
+            raise
+        raise translated from exc
+
+
+def _translated(server: str, exc: Exception) -> OpError | None:
+    # Imported on a failure only: this runs on every call, and importing costs.
     from mcpx.client import UpstreamError, UpstreamTimeout
     from mcpx.pool import PoolFull, UnknownServer
 
-    try:
-        return await call
-    except UnknownServer as exc:
-        raise OpError(404, "unknown_server", str(exc), {"known": exc.known}) from exc
-    except UpstreamTimeout as exc:
-        raise OpError(504, "upstream_timeout", str(exc), {"server": server}) from exc
-    except PoolFull as exc:
-        raise OpError(503, "pool_full", str(exc), {"server": server}) from exc
-    except UpstreamError as exc:
-        raise OpError(502, "upstream_error", str(exc), {"server": server}) from exc
-    except wire.McpError as exc:
-        raise OpError(
+    if isinstance(exc, UnknownServer):
+        return OpError(404, "unknown_server", str(exc), {"known": exc.known})
+    if isinstance(exc, UpstreamTimeout):
+        return OpError(504, "upstream_timeout", str(exc), {"server": server})
+    if isinstance(exc, PoolFull):
+        return OpError(503, "pool_full", str(exc), {"server": server})
+    if isinstance(exc, UpstreamError):
+        return OpError(502, "upstream_error", str(exc), {"server": server})
+    if isinstance(exc, wire.McpError):
+        return OpError(
             502,
             "upstream_error",
             f"{server} answered with an error: {exc.message}",
             {"server": server, "jsonrpc": exc.to_error()},
-        ) from exc
+        )
+    return None
 
 
 async def health(ctx: OpContext, args: dict[str, Any]) -> Any:

@@ -20,6 +20,11 @@ __all__ = ["check_arguments"]
 
 
 _VALIDATORS: dict[str, tuple[Any, QuickCheck | None]] = {}
+# The same, by the schema object itself (held, so its id is not reused): a catalogued
+# tool's schema is one object call after call, and spelling it out as a key each time
+# cost more than the check.
+_BY_OBJECT: dict[int, tuple[Any, tuple[Any, QuickCheck | None]]] = {}
+_NO_SCHEMA: dict[str, Any] = {"type": "object"}
 
 
 def _validator(server: str, tool: dict[str, Any]) -> tuple[Any, QuickCheck | None]:
@@ -30,10 +35,26 @@ def _validator(server: str, tool: dict[str, Any]) -> tuple[Any, QuickCheck | Non
         OpError: 502, the tool's schema cannot be used (an unknown ``$schema`` dialect,
             or not a valid schema): its arguments could not be checked.
     """
+    schema = tool.get("inputSchema") or _NO_SCHEMA
+    known = _BY_OBJECT.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    cached = _compiled(server, tool, schema)
+    if len(_BY_OBJECT) > 4096:
+        _BY_OBJECT.clear()
+    _BY_OBJECT[id(schema)] = (schema, cached)
+    return cached
+
+
+def _compiled(server: str, tool: dict[str, Any], schema: Any) -> tuple[Any, QuickCheck | None]:
     import jsonschema
     from referencing import Registry
 
-    schema = tool.get("inputSchema") or {"type": "object"}
+    if _branching_depth(schema) > _MAX_BRANCHING_DEPTH:
+        # Each level of alternatives may double the work of a check (S-MSG-18), and of
+        # checking the schema itself: measured first, which stops past the bound.
+        why = f"alternatives (anyOf, oneOf) nested over {_MAX_BRANCHING_DEPTH} deep"
+        raise _unusable(server, tool, why)
     key = wire.dumps(schema).decode()
     cached = _VALIDATORS.get(key)
     if cached is None:
@@ -49,10 +70,6 @@ def _validator(server: str, tool: dict[str, Any]) -> tuple[Any, QuickCheck | Non
             kind.check_schema(schema)
         except jsonschema.SchemaError as exc:
             raise _unusable(server, tool, f"not a valid schema: {exc.message}") from exc
-        if _branching_depth(schema) > _MAX_BRANCHING_DEPTH:
-            # Each level of alternatives may double the work of a check (S-MSG-18).
-            why = f"alternatives (anyOf, oneOf) nested over {_MAX_BRANCHING_DEPTH} deep"
-            raise _unusable(server, tool, why)
         if len(_VALIDATORS) > 4096:
             _VALIDATORS.clear()
         # An empty registry of our own: jsonschema's default one would fetch a network
@@ -88,11 +105,11 @@ def _unusable(server: str, tool: dict[str, Any], why: str) -> OpError:
 
 
 def check_arguments(server: str, tool: dict[str, Any], arguments: dict[str, Any]) -> None:
-    from referencing.exceptions import Unresolvable
-
     validator, quick = _validator(server, tool)
     if quick is not None and quick(arguments):
         return
+    from referencing.exceptions import Unresolvable
+
     try:
         problems = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     except Unresolvable as exc:

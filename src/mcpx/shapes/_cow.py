@@ -14,6 +14,7 @@ silent ``False`` would strip a field from every revision, so ``has`` raises.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any, Final, TypeVar
 
@@ -42,6 +43,7 @@ class MissingRow(LookupError):
     """downgrade asked the matrix about a field it has no row for."""
 
 
+@functools.cache  # the matrix is fixed at import; downgrade asks the same few rows per call
 def has(name: str, rev: str) -> bool:
     """Whether ``rev`` defines the field row ``name`` (``Definition.field``).
 

@@ -27,6 +27,7 @@ from ._http import StreamableHttpTransport, open_streamable_http
 from ._http_client import RedirectRefused, http_client
 from ._http_stream import ExchangeFailed
 from ._legacy_sse import LegacySseTransport, open_legacy_sse
+from ._pipes import PipeReceiveStream, PipeSendStream, can_write_descriptors
 from ._sse import EventTooLarge, SseEvent, SseParser
 from ._stdio import StdioTransport, open_stdio
 
@@ -37,6 +38,8 @@ __all__ = [
     "HttpStatusError",
     "Inbound",
     "LegacySseTransport",
+    "PipeReceiveStream",
+    "PipeSendStream",
     "RedirectRefused",
     "RequestFailed",
     "ResponseStreamBroken",
@@ -47,6 +50,7 @@ __all__ = [
     "Transport",
     "TransportClosed",
     "TransportError",
+    "can_write_descriptors",
     "http_client",
     "open_legacy_sse",
     "open_stdio",

@@ -23,7 +23,7 @@ Exceptions:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -101,6 +101,12 @@ class Transport(Protocol):
         Raises:
             TransportClosed: the transport is over; nothing more will arrive.
         """
+        ...
+
+    def route(self, route: Callable[[Inbound], None]) -> None:
+        """From now on hand each frame (or failed request) to ``route`` as it arrives, in
+        order, in the task that read it, instead of through ``receive``; ``receive`` then
+        only raises the end. Spares the consumer waking up for every frame."""
         ...
 
     async def abort(self, request_id: RequestId) -> bool:

@@ -27,7 +27,7 @@ import contextlib
 import functools
 import re
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -166,6 +166,10 @@ class StreamableHttpTransport:
             TransportClosed: the transport is closed.
         """
         return await self._inbox.get()
+
+    def route(self, route: Callable[[Inbound], None]) -> None:
+        """Hand each frame to ``route`` as it arrives (see ``Transport.route``)."""
+        self._inbox.route_to(route)
 
     async def abort(self, request_id: RequestId) -> bool:
         """Close the response stream of ``request_id``: True if it was still open.

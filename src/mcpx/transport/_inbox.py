@@ -7,9 +7,14 @@ Invariants:
   already queued are still delivered; after them every ``get()`` raises the reason.
 - The buffer is bounded, so a consumer that falls behind slows its producers (a pipe or a
   socket then pushes back on the peer) instead of growing memory without limit.
+- Routed (``route_to``), items go to the route in the order they are put, none queued:
+  the route's own work is what slows the producer.
 """
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -31,6 +36,16 @@ class Inbox:
         self._send, self._receive = anyio.create_memory_object_stream[Inbound](buffer)
         self._reason: TransportClosed | None = None
         self._closed = anyio.Event()
+        self._route: Callable[[Inbound], None] | None = None
+
+    def route_to(self, route: Callable[[Inbound], None]) -> None:
+        """Hand each item to ``route`` as it is put, in the putter's task, instead of
+        queueing it; what is queued already goes first. ``get`` then only raises the
+        closing reason."""
+        with contextlib.suppress(anyio.WouldBlock, anyio.EndOfStream):
+            while True:
+                route(self._receive.receive_nowait())
+        self._route = route
 
     @property
     def reason(self) -> TransportClosed | None:
@@ -39,6 +54,11 @@ class Inbox:
 
     async def put(self, item: Inbound) -> bool:
         """Queue ``item``, waiting for room; False when the inbox is (or becomes) closed."""
+        if self._route is not None:
+            if self._reason is not None:
+                return False
+            self._route(item)
+            return True
         try:
             try:
                 # With room, no trip through the event loop (send() always takes one).

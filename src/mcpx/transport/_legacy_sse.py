@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 
 import anyio
@@ -109,6 +109,10 @@ class LegacySseTransport:
             TransportClosed: the stream ended; the reason says how.
         """
         return await self._inbox.get()
+
+    def route(self, route: Callable[[Inbound], None]) -> None:
+        """Hand each frame to ``route`` as it arrives (see ``Transport.route``)."""
+        self._inbox.route_to(route)
 
     async def abort(self, request_id: RequestId) -> bool:
         """No per-request stream exists here: always False (cancel in-band)."""

@@ -37,6 +37,7 @@ from ._base import MAX_FRAME_BYTES, Inbound, TransportClosed
 from ._frames import BadFrame, parse_frames, snippet
 from ._inbox import Inbox
 from ._lines import LineSplitter
+from ._pipes import PipeReceiveStream, PipeSendStream
 
 __all__ = ["STDERR_TAIL", "StdioTransport", "open_stdio"]
 
@@ -56,11 +57,15 @@ class StdioTransport:
     def __init__(
         self,
         process: Process,
+        stdin: PipeSendStream,
+        stdout: PipeReceiveStream,
         command: str,
         on_stderr: Callable[[str], None],
         max_frame: int,
     ) -> None:
         self._process = process
+        self._stdin = stdin
+        self._stdout = stdout
         self._command = command
         self._on_stderr = on_stderr
         self._max_frame = max_frame
@@ -98,12 +103,10 @@ class StdioTransport:
         """
         self._raise_if_over()
         line = dumps(frame) + b"\n"
-        stdin = self._process.stdin
-        assert stdin is not None  # spawned with a pipe
         try:
             async with self._write_lock:
                 self._raise_if_over()
-                await stdin.send(line)
+                await self._stdin.send(line)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             # A broken pipe means the child is exiting; wait for its status to say why.
             with anyio.move_on_after(_DRAIN_GRACE + _STDOUT_EOF_GRACE):
@@ -119,6 +122,10 @@ class StdioTransport:
         """
         return await self._inbox.get()
 
+    def route(self, route: Callable[[Inbound], None]) -> None:
+        """Hand each frame to ``route`` as it arrives (see ``Transport.route``)."""
+        self._inbox.route_to(route)
+
     async def abort(self, request_id: RequestId) -> bool:
         """stdio has no per-request stream: always False (cancel in-band instead)."""
         return False
@@ -130,8 +137,7 @@ class StdioTransport:
     # -- background tasks ------------------------------------------------------------------
 
     async def _pump_stdout(self) -> None:
-        stdout = self._process.stdout
-        assert stdout is not None
+        stdout = self._stdout
         reason: TransportClosed | None = None
         try:
             with self._stdout_scope:
@@ -235,10 +241,7 @@ class StdioTransport:
 
     async def _stop(self) -> None:
         """Close stdin, then SIGTERM, then SIGKILL the group, each after a bounded wait."""
-        stdin = self._process.stdin
-        if stdin is not None:
-            with anyio.move_on_after(_STDIN_GRACE), contextlib.suppress(Exception):
-                await stdin.aclose()
+        self._stdin.close()  # the child reads EOF: a stdio server ends on it
         for grace, signum in ((_STDIN_GRACE, signal.SIGTERM), (_TERM_GRACE, signal.SIGKILL)):
             if await self._exit_within(grace):
                 break
@@ -264,14 +267,16 @@ class StdioTransport:
 
     async def _release(self) -> None:
         self._inbox.discard()
+        self._stdin.close()
+        self._stdout.close()
         if self._exited.is_set():
-            # Closes every pipe (transports included) and returns at once: already reaped.
+            # Closes stderr and returns at once: already reaped.
             await self._process.aclose()
             return
-        for stream in (self._process.stdout, self._process.stderr):  # stuck in the kernel
-            if stream is not None:
-                with contextlib.suppress(Exception):
-                    await stream.aclose()
+        stderr = self._process.stderr  # stuck in the kernel
+        if stderr is not None:
+            with contextlib.suppress(Exception):
+                await stderr.aclose()
 
 
 async def _read_chunk(stream: ByteReceiveStream) -> bytes:
@@ -303,16 +308,33 @@ async def open_stdio(
         TransportClosed: the command could not be started (not found, not executable,
             bad ``cwd``); the OS error is chained.
     """
+    # The child's stdin and stdout are pipes of our own, read and written directly
+    # (``_pipes``): cheaper per frame than the loop's subprocess streams.
+    child_in, our_in = os.pipe()
+    our_out, child_out = os.pipe()
+    stdin, stdout = PipeSendStream(our_in), PipeReceiveStream(our_out)
     try:
-        process = await anyio.open_process(
-            [command, *args],
-            env={**os.environ, **(env or {})},
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise TransportClosed(f"cannot start {command}: {exc.strerror or exc}") from exc
-    transport = StdioTransport(process, command, on_stderr, max_frame)
+        try:
+            process = await anyio.open_process(
+                [command, *args],
+                stdin=child_in,
+                stdout=child_out,
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+                start_new_session=True,
+            )
+        finally:
+            os.close(child_in)  # the child has its own copies now (or none: not started)
+            os.close(child_out)
+        stdin.start()
+        await stdout.start()
+    except BaseException as exc:
+        stdin.close()
+        stdout.close()
+        if isinstance(exc, OSError):
+            raise TransportClosed(f"cannot start {command}: {exc.strerror or exc}") from exc
+        raise
+    transport = StdioTransport(process, stdin, stdout, command, on_stderr, max_frame)
     body_error: Exception | None = None
     try:
         async with anyio.create_task_group() as tg:
