@@ -11,12 +11,16 @@ machine the peers' figures drift by a quarter within minutes, and pairing cancel
 
 (a)  direct: the official Python SDK client spawning the upstream itself;
 (a') direct-raw: the raw JSON-lines host of (d) and (f) spawning the upstream itself;
+(a'') the same in 2026-07-28, the era mcpx speaks to this (dual-era) upstream: its own
+     speed there is the ceiling of every mcpx row once the upstream is saturated;
 (b)  mcpx /v1: ``POST /v1/call`` to a warm daemon over its unix socket;
 (c)  fastmcp HTTP (unix): ``fastmcp.server.create_proxy`` (4.1.x) on a unix socket,
      stateless 2026-07-28 ``tools/call`` POSTs;
 (d)  mcpx serve: a raw JSON-lines host spawning ``mcpx serve`` (stdio) -> the daemon;
      ``initialize`` 2025-11-25 once, then ``tools/call`` of ``mcpx_call``;
 (d') the same, 2026-07-28 (no handshake, ``_meta`` on each request);
+(dL) (d) through a second daemon told to speak legacy to the upstream (the server's
+     ``"protocol": "prefer-initialize"``): what pinning the era is worth with this one;
 (e)  mcpx /mcp: stateless 2026-07-28 ``tools/call`` of ``mcpx_call`` POSTed to the
      daemon's ``/mcp`` on 127.0.0.1 by a raw HTTP/1.1 host (keep-alive, a socket per lane);
 (f)  fastmcp stdio: the host of (d) spawning fastmcp's proxy run over stdio, calling ``echo``;
@@ -69,10 +73,12 @@ FASTMCP_STDIO = [str(FASTMCP_PY), WORKERS, "fastmcp-stdio", "--", *SERVER]
 PATHS = [
     ("a", "(a)  direct, SDK client"),
     ("a'", "(a') direct, raw host"),
+    ("a''", "(a'') direct, raw host, 2026-07-28"),
     ("b", "(b)  mcpx /v1/call (unix)"),
     ("c", "(c)  fastmcp HTTP (unix)"),
     ("d", "(d)  mcpx serve, stdio 2025-11-25"),
     ("d'", "(d') mcpx serve, stdio 2026-07-28"),
+    ("dL", "(dL) (d), upstream pinned legacy"),
     ("e", "(e)  mcpx /mcp, HTTP 2026-07-28"),
     ("f", "(f)  fastmcp proxy stdio->stdio"),
     ("g", "(g)  fastmcp proxy HTTP->stdio"),
@@ -89,6 +95,9 @@ RATIOS = [
     ("e", "a", None),
     ("d", "a'", None),
     ("d'", "a'", None),
+    ("d", "a''", None),
+    ("dL", "f", None),
+    ("e", "a''", None),
     ("b", "c", None),
 ]
 
@@ -97,23 +106,29 @@ def throughput(
     n: int, reps: int, work: Path, only: frozenset[str] = frozenset()
 ) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
+    echo = {"command": SERVER[0], "args": SERVER[1:]}
+    pinned = {"echo": {**echo, "protocol": "prefer-initialize"}}
     with (
-        mcpx_daemon({"echo": {"command": SERVER[0], "args": SERVER[1:]}}, work) as d,
+        mcpx_daemon({"echo": echo}, work) as d,
+        mcpx_daemon(pinned, work / "pinned") as dl,
         fastmcp_http_proxy(str(work / "fastmcp.sock")) as fastmcp_unix,
         fastmcp_http_proxy(str(free_port())) as fastmcp_tcp,
         mcp_proxy() as mcp_proxy_url,
     ):
-        run_json([PY, WORKERS, "http", "10", "1", "mcpx", d["socket"]])  # start the instance
+        for daemon in (d, dl):  # start the instance
+            run_json([PY, WORKERS, "http", "10", "1", "mcpx", daemon["socket"]])
         for rep in range(reps):
             for conc in (1, 8):
                 nc = [str(n), str(conc)]
                 runs = {
                     "a": [str(SDK_PY), WORKERS, "sdk", *nc, "--", *SERVER],
                     "a'": [PY, WORKERS, "stdio", *nc, LEGACY, "echo", "--", *SERVER],
+                    "a''": [PY, WORKERS, "stdio", *nc, MODERN, "echo", "--", *SERVER],
                     "b": [PY, WORKERS, "http", *nc, "mcpx", d["socket"]],
                     "c": [PY, WORKERS, "http", *nc, "mcp", fastmcp_unix],
                     "d": [PY, WORKERS, "stdio", *nc, LEGACY, "mcpx:echo", "--", *SERVE],
                     "d'": [PY, WORKERS, "stdio", *nc, MODERN, "mcpx:echo", "--", *SERVE],
+                    "dL": [PY, WORKERS, "stdio", *nc, LEGACY, "mcpx:echo", "--", *SERVE],
                     "e": [PY, WORKERS, "raw-http", *nc, "mcpx-mcp", d["url"]],
                     "f": [PY, WORKERS, "stdio", *nc, LEGACY, "echo", "--", *FASTMCP_STDIO],
                     "g": [PY, WORKERS, "http", *nc, "mcp", fastmcp_tcp],
@@ -122,7 +137,8 @@ def throughput(
                     "h*": [PY, WORKERS, "http", *nc, "legacy", mcp_proxy_url],
                 }
                 for key in _order([k for k in runs if not only or k in only], rep):
-                    rps = run_json(runs[key], env=d["env"])["rps"]
+                    env = dl["env"] if key == "dL" else d["env"]
+                    rps = run_json(runs[key], env=env)["rps"]
                     results.setdefault(f"{key}/{conc}", []).append(rps)
         results["cli-first-call"] = _first_calls(d["env"])
     return results

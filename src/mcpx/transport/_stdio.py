@@ -315,6 +315,9 @@ async def open_stdio(
     stdin, stdout = PipeSendStream(our_in), PipeReceiveStream(our_out)
     try:
         try:
+            # Ready before the child exists, so that nothing can fail once it runs.
+            stdin.start()
+            await stdout.start()
             process = await anyio.open_process(
                 [command, *args],
                 stdin=child_in,
@@ -326,8 +329,6 @@ async def open_stdio(
         finally:
             os.close(child_in)  # the child has its own copies now (or none: not started)
             os.close(child_out)
-        stdin.start()
-        await stdout.start()
     except BaseException as exc:
         stdin.close()
         stdout.close()
