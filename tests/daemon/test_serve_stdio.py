@@ -264,17 +264,9 @@ def test_daemon_serves_handed_off_pipes(daemon: Daemon) -> None:
     """The channel's side of a hand-off, raw: two pipes sent with HANDOFF are answered
     OK, read and written by the daemon itself; their EOF ends the session and the
     connection."""
-    from mcpx.daemon._stdio_channel import HANDOFF
-
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(60)
-        sock.connect(str(DaemonPaths(daemon.state).stdio_socket))
-        socket.send_fds(sock, [HANDOFF], [in_r, out_w])
-        os.close(in_r)  # the daemon has its own copies now
-        os.close(out_w)
-        assert sock.recv(64) == b"OK\n"
+    with _hand_off(daemon, in_r, out_w) as sock:
         lines = [_request(1, "initialize", _INIT), _request(2, "ping")]
         os.write(in_w, "".join(json.dumps(x) + "\n" for x in lines).encode())
         os.close(in_w)
@@ -290,18 +282,10 @@ def test_a_host_that_reads_late_gets_every_answer_whole(daemon: Daemon) -> None:
     host is not reading) the rest wait, and none is cut, lost or doubled. Nor are the
     last ones lost at EOF: the writer used to drop its last batch when the stream of
     answers ended while it was collecting one."""
-    from mcpx.daemon._stdio_channel import HANDOFF
-
     count = 3000  # about 150 KB of answers: more than a pipe holds
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(60)
-        sock.connect(str(DaemonPaths(daemon.state).stdio_socket))
-        socket.send_fds(sock, [HANDOFF], [in_r, out_w])
-        os.close(in_r)
-        os.close(out_w)
-        assert sock.recv(64) == b"OK\n"
+    with _hand_off(daemon, in_r, out_w):
         os.write(in_w, (json.dumps(_request(0, "initialize", _INIT)) + "\n").encode())
         _read_until(out_r, b"\n")
         pad = "x" * 20  # a longer id: each answer about 50 bytes
@@ -321,14 +305,7 @@ def test_a_listen_stream_does_not_hold_the_session_past_eof(daemon: Daemon) -> N
     transport.stdioDrain (30 s here) for a stream that only ends when cancelled."""
     listen = _request(7, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
     listen["params"]["_meta"] = META
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpx", "serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=daemon.home,
-        env=daemon.env(),
-    )
+    proc = _spawn_serve(daemon)
     try:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(listen).encode() + b"\n")
@@ -349,6 +326,38 @@ def test_a_listen_stream_does_not_hold_the_session_past_eof(daemon: Daemon) -> N
     assert not [f for f in map(json.loads, rest.decode().splitlines()) if f.get("id") == 7]
 
 
+def _spawn_serve(daemon: Daemon) -> subprocess.Popen[bytes]:
+    """``mcpx serve`` as a host starts it: its stdin and stdout are our pipes."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcpx", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=daemon.home,
+        env=daemon.env(),
+    )
+
+
+def _hand_off(daemon: Daemon, in_r: int, out_w: int) -> socket.socket:
+    """Hand a host's stdin (``in_r``) and stdout (``out_w``) to the daemon's stdio socket,
+    as ``mcpx serve`` does: the connection, answered OK. Ours are closed: the daemon has
+    its own copies now."""
+    from mcpx.daemon._stdio_channel import HANDOFF
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(60)
+        sock.connect(str(DaemonPaths(daemon.state).stdio_socket))
+        socket.send_fds(sock, [HANDOFF], [in_r, out_w])
+        os.close(in_r)
+        os.close(out_w)
+        assert sock.recv(64) == b"OK\n"
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 def _read_until(fd: int, needle: bytes, limit: float = 60) -> bytes:
     data = b""
     while needle not in data:
@@ -366,18 +375,10 @@ def test_an_upstream_started_during_a_hand_off_does_not_hold_the_hosts_pipes(
     """Descriptors received with a hand-off are not inherited by upstreams the daemon
     spawns: otherwise the host's stdout would stay open, after the session ended, for
     as long as such an upstream lives."""
-    from mcpx.daemon._stdio_channel import HANDOFF
-
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     pipes = {f"pipe:[{os.fstat(fd).st_ino}]" for fd in (in_r, out_w)}
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(60)
-        sock.connect(str(DaemonPaths(daemon.state).stdio_socket))
-        socket.send_fds(sock, [HANDOFF], [in_r, out_w])
-        os.close(in_r)
-        os.close(out_w)
-        assert sock.recv(64) == b"OK\n"
+    with _hand_off(daemon, in_r, out_w):
         call = {"server": "mine", "tool": "echo", "arguments": {"text": "hi"}}
         lines = [
             _request(1, "initialize", _INIT),
@@ -419,14 +420,7 @@ def test_killed_shim_ends_a_handed_off_session(daemon: Daemon) -> None:
     """The host's pipes are the daemon's to close: when ``mcpx serve`` dies (its
     connection closes) the daemon ends the session as at EOF, so the host sees stdout
     close even though it keeps stdin open."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpx", "serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=daemon.home,
-        env=daemon.env(),
-    )
+    proc = _spawn_serve(daemon)
     assert proc.stdin is not None and proc.stdout is not None
     try:
         proc.stdin.write((json.dumps(_request(1, "initialize", _INIT)) + "\n").encode())
