@@ -8,6 +8,7 @@ import fcntl
 import os
 import socket
 import threading
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
@@ -24,6 +25,35 @@ def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, bool]]
     return request.param
 
 
+class _Pipe:
+    """A pipe whose read end is a started ``PipeReceiveStream``; we hold the write end."""
+
+    def __init__(self) -> None:
+        r, self._w = os.pipe()
+        self.stream = PipeReceiveStream(r)
+        self._open = True
+
+    def write(self, data: bytes) -> None:
+        os.write(self._w, data)
+
+    def end(self) -> None:
+        """Close the write end (the reader then sees EOF), once."""
+        if self._open:
+            self._open = False
+            os.close(self._w)
+
+
+@pytest.fixture
+async def pipe() -> AsyncIterator[_Pipe]:
+    made = _Pipe()
+    await made.stream.start()
+    try:
+        yield made
+    finally:
+        made.stream.close()
+        made.end()
+
+
 async def _all(stream: PipeReceiveStream) -> bytes:
     got = b""
     with anyio.fail_after(10):
@@ -34,52 +64,34 @@ async def _all(stream: PipeReceiveStream) -> bytes:
                 return got
 
 
-async def test_bytes_arrive_in_order_then_end_of_stream() -> None:
-    r, w = os.pipe()
-    stream = PipeReceiveStream(r)
-    await stream.start()
-    try:
-        os.write(w, b"one\n")
-        with anyio.fail_after(5):
-            assert await stream.receive() == b"one\n"
-        os.write(w, b"two\n")
-        os.write(w, b"three\n")
-        os.close(w)
-        assert await _all(stream) == b"two\nthree\n"
-        with pytest.raises(anyio.EndOfStream):
-            await stream.receive()
-    finally:
-        stream.close()
+async def test_bytes_arrive_in_order_then_end_of_stream(pipe: _Pipe) -> None:
+    pipe.write(b"one\n")
+    with anyio.fail_after(5):
+        assert await pipe.stream.receive() == b"one\n"
+    pipe.write(b"two\n")
+    pipe.write(b"three\n")
+    pipe.end()
+    assert await _all(pipe.stream) == b"two\nthree\n"
+    with pytest.raises(anyio.EndOfStream):
+        await pipe.stream.receive()
 
 
-async def test_max_bytes_is_honoured_and_the_rest_kept() -> None:
-    r, w = os.pipe()
-    stream = PipeReceiveStream(r)
-    await stream.start()
-    try:
-        os.write(w, b"abcdefgh")
-        with anyio.fail_after(5):
-            first = await stream.receive(3)
-        os.close(w)
-        assert first == b"abc"
-        assert await _all(stream) == b"defgh"
-    finally:
-        stream.close()
+async def test_max_bytes_is_honoured_and_the_rest_kept(pipe: _Pipe) -> None:
+    pipe.write(b"abcdefgh")
+    with anyio.fail_after(5):
+        first = await pipe.stream.receive(3)
+    pipe.end()
+    assert first == b"abc"
+    assert await _all(pipe.stream) == b"defgh"
 
 
-async def test_a_cancelled_receive_loses_nothing() -> None:
-    r, w = os.pipe()
-    stream = PipeReceiveStream(r)
-    await stream.start()
-    try:
-        with anyio.move_on_after(0.05) as scope:
-            await stream.receive()
-        assert scope.cancelled_caught
-        os.write(w, b"after the cancel\n")
-        os.close(w)
-        assert await _all(stream) == b"after the cancel\n"
-    finally:
-        stream.close()
+async def test_a_cancelled_receive_loses_nothing(pipe: _Pipe) -> None:
+    with anyio.move_on_after(0.05) as scope:
+        await pipe.stream.receive()
+    assert scope.cancelled_caught
+    pipe.write(b"after the cancel\n")
+    pipe.end()
+    assert await _all(pipe.stream) == b"after the cancel\n"
 
 
 async def test_close_puts_the_flags_back_and_closes_the_descriptor() -> None:
@@ -106,18 +118,12 @@ async def test_close_puts_the_flags_back_and_closes_the_descriptor() -> None:
         os.close(w)
 
 
-async def test_close_wakes_a_waiting_receive() -> None:
-    r, w = os.pipe()
-    stream = PipeReceiveStream(r)
-    await stream.start()
-    try:
-        with anyio.fail_after(5):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_expect_closed, stream)
-                await anyio.sleep(0.05)
-                stream.close()
-    finally:
-        os.close(w)
+async def test_close_wakes_a_waiting_receive(pipe: _Pipe) -> None:
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_expect_closed, pipe.stream)
+            await anyio.sleep(0.05)
+            pipe.stream.close()
 
 
 async def _expect_closed(stream: PipeReceiveStream) -> None:
