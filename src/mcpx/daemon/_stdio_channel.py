@@ -19,9 +19,10 @@ Invariants:
   and identity ``stdio:<peer pid>`` (SO_PEERCRED; a counter where that is unavailable).
 - A host's descriptors are the daemon's own copies: made non-blocking for the session,
   their flags put back and both closed when it ends, before the connection is.
-- Requests run concurrently, each in a task owned by the connection, so a slow call does
-  not hold up the next line. ``initialize`` and notifications are handled in line: the
-  handshake is settled before anything after it is read.
+- Requests run concurrently, each in a task owned by the connection (one kept from an
+  earlier request when one is waiting), so a slow call does not hold up the next line.
+  ``initialize`` and notifications are handled in line: the handshake is settled before
+  anything after it is read.
 - Frames leave in the order they were finished, whole lines only: answers and pushes
   never interleave. On a hand-off, a line goes straight to the host's pipe when nothing
   is waiting to be written; otherwise (or what a full pipe did not take) it goes to the
