@@ -139,3 +139,25 @@ async def test_a_request_pending_on_a_stopped_instance_fails_at_once() -> None:
             await instance.stop()
     [error] = failed
     assert "demo" in str(error) and "closed" in str(error), error
+
+
+async def test_closing_stops_every_instance_at_once() -> None:
+    # Each of these outlives its stdin by a `sleep`: stopping one waits out the stdin
+    # grace (2 s) before SIGTERM. Three of them stop in about one grace, not three.
+    lingering = ServerConfig(
+        name="demo",
+        transport="stdio",
+        command="sh",
+        args=("-c", f"'{sys.executable}' -m mcpx demo-server; sleep 30"),
+        scope="identity",
+    )
+    with anyio.fail_after(60):
+        async with open_pool({"demo": lingering}, settings()) as pool:
+            for who in ("alice", "bob", "carol"):
+                assert await _echo(pool, who) == "x"
+            assert len(pool.instances("demo")) == 3
+            started = anyio.current_time()
+            await pool.close()
+            took = anyio.current_time() - started
+            assert pool.instances("demo") == []
+    assert took < 4.5, took  # one after another it was over 6 s

@@ -219,8 +219,11 @@ class Pool:
             await self.reap_idle()
 
     async def close(self) -> None:
-        for inst in list(self._instances.values()):
-            await self._drop(inst)
+        # All at once: each stop may wait out its graces (stdin closed, then SIGTERM),
+        # and one after another that added up to seconds per upstream at shutdown.
+        async with anyio.create_task_group() as tg:
+            for inst in list(self._instances.values()):
+                tg.start_soon(self._drop, inst)
 
 
 @asynccontextmanager
