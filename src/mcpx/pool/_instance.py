@@ -30,7 +30,7 @@ from mcpx.client import (
 )
 from mcpx.config import ServerConfig, Settings
 
-from ._list_polls import LIST_FLAGS, left_out, poll_lists
+from ._polls import LIST_FLAGS, left_out, poll_interval, poll_lists
 
 __all__ = ["Instance"]
 
@@ -149,8 +149,7 @@ class Instance:
         def changed(method: str) -> None:
             self._hooks.on_notification(name, method, {})
 
-        # As often as hosts are told a list stays fresh (0, never fresh: once a minute).
-        interval = max(float(self.settings["protoMessages.listMaxAge"]) or 60.0, _POLL_FLOOR)
+        interval = poll_interval(self.settings)
         async with anyio.create_task_group() as tg:
             polling = anyio.CancelScope()
             async with session.listen(notifications) as stream:
@@ -235,10 +234,6 @@ class Instance:
             "inFlight": self.in_flight,
             "lastError": self.error,
         }
-
-
-# A list is polled no more often than this, whatever protoMessages.listMaxAge says.
-_POLL_FLOOR = 0.25
 
 
 def _list_changes(session: Session) -> dict[str, Any]:

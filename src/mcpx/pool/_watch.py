@@ -14,18 +14,22 @@ Invariants:
   ends (a restart, a crash) is replaced at once and given every subscription still
   wanted, since nobody else would start it and the updates would stop without a word.
 - What the upstream says on the listen stream reaches the hooks, as a legacy
-  server's unsolicited notifications do.
+  server's unsolicited notifications do. The URIs its acknowledgement leaves out are
+  polled (``_polls``): a changed read reaches the hooks as ``resources/updated``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
 from mcpx import wire
 from mcpx.client import Hooks, Session, UpstreamError
+
+from ._polls import poll_interval, poll_resources, unacknowledged_uris
 
 if TYPE_CHECKING:
     from ._instance import Instance
@@ -141,17 +145,45 @@ class Watches:
             want = self.wanted(server)
             if not want:
                 return
-            notifications = {"resourceSubscriptions": sorted(want)}
-            async with anyio.create_task_group() as tg, session.listen(notifications) as stream:
-
-                async def relay(stream: Any = stream) -> None:
-                    async for note in stream:
-                        if note["method"] != "notifications/subscriptions/acknowledged":
-                            self._hooks.on_notification(server, note["method"], note["params"])
-
-                tg.start_soon(relay)
+            asked = sorted(want)
+            async with (
+                anyio.create_task_group() as tg,
+                session.listen({"resourceSubscriptions": asked}) as stream,
+            ):
+                tg.start_soon(self._relay, server, session, asked, stream)
                 await self._until_changed(server, inst)
                 tg.cancel_scope.cancel()
+
+    async def _relay(self, server: str, session: Session, asked: list[str], stream: Any) -> None:
+        # What the listen stream says reaches the hooks; the URIs its acknowledgement
+        # leaves out are read again and again instead (C-SUB-3), a changed read being
+        # the resources/updated that never came.
+        def updated(uri: str) -> None:
+            self._hooks.on_notification(server, "notifications/resources/updated", {"uri": uri})
+
+        async with anyio.create_task_group() as tg:
+            polling = anyio.CancelScope()
+            async for note in stream:
+                if note["method"] != "notifications/subscriptions/acknowledged":
+                    self._hooks.on_notification(server, note["method"], note["params"])
+                    continue
+                polling.cancel()  # a stream opened again is acknowledged again
+                uris = unacknowledged_uris(asked, note["params"])
+                if uris:
+                    log.info("%s acknowledged no subscription to %s: polling", server, uris)
+                    polling = anyio.CancelScope()
+                    tg.start_soon(self._poll, polling, session, uris, updated)
+            tg.cancel_scope.cancel()
+
+    async def _poll(
+        self,
+        scope: anyio.CancelScope,
+        session: Session,
+        uris: list[str],
+        updated: Callable[[str], None],
+    ) -> None:
+        with scope:
+            await poll_resources(session, uris, poll_interval(self._pool.settings), updated)
 
     async def _until_changed(self, server: str, inst: Instance) -> None:
         event = self._changed.setdefault(server, anyio.Event())
