@@ -207,7 +207,9 @@ async def list_prompts(ctx: OpContext, params: Mapping[str, Any], page_size: int
 
 
 async def get_prompt(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
-    """Forward ``prompts/get`` to the server owning the name; result verbatim."""
+    """Forward ``prompts/get`` to the server owning the name: the result as sent, but
+    for the resource URIs in a prefixed prompt's messages, which become ones /mcp can
+    read back (a pass-through server's resources keep their own URIs)."""
     name = params.get("name")
     through = passthrough.servers(ctx)
     if through and isinstance(name, str):
@@ -222,7 +224,20 @@ async def get_prompt(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
     args: JSON = {"server": found[0], "name": found[1]}
     if params.get("arguments"):
         args["arguments"] = params["arguments"]
-    return await _run(ctx, "prompts.get", args)
+    return _readable_messages(found[0], await _run(ctx, "prompts.get", args))
+
+
+def _readable_messages(server: str, result: JSON) -> JSON:
+    messages = result.get("messages")
+    if not isinstance(messages, list):
+        return result
+    readable = [
+        {**m, "content": _readable_block(server, m["content"])}
+        if isinstance(m, dict) and "content" in m
+        else m
+        for m in messages
+    ]
+    return {**result, "messages": readable}
 
 
 def _split_name(name: str, ctx: OpContext) -> tuple[str, str] | None:

@@ -339,17 +339,30 @@ def test_prompt_media_and_embedded_resources_arrive_intact(
     }
     with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
         headers, _ = ({}, None) if rev == MODERN else _session(mcp, rev)
-        for name, (arguments, kinds) in prompts.items():
-            params = {"name": name, "arguments": arguments}
+
+        def ask(method: str, params: dict[str, Any], name: str | None) -> dict[str, Any]:
             if rev == MODERN:
-                [reply] = _modern(mcp, "prompts/get", params, name=name)
+                [reply] = _modern(mcp, method, params, name=name)
             else:
-                [reply] = _legacy(mcp, headers, "prompts/get", params)
-            sent_frames.sent(reply, rev, answering="prompts/get")
+                [reply] = _legacy(mcp, headers, method, params)
+            sent_frames.sent(reply, rev, answering=method)
+            return reply
+
+        for name, (arguments, kinds) in prompts.items():
+            reply = ask("prompts/get", {"name": name, "arguments": arguments}, name)
             blocks = [m["content"] for m in reply["result"]["messages"]]
             assert [_check_block(b) for b in blocks] == kinds, name
-    media = [m["content"] for m in reply["result"]["messages"]]  # the last: everything's
-    assert _b64(media[1]["resource"]["blob"]).startswith(b"Resource 1")
+            # A prefixed prompt's embedded resource is named as /mcp serves it.
+            server = name.split("_")[0] if name.startswith(("conformance_", "everything_")) else ""
+            for block in blocks:
+                if server and block["type"] == "resource":
+                    assert block["resource"]["uri"].startswith(f"mcpx://{server}/"), block
+        media = [m["content"] for m in reply["result"]["messages"]]  # the last: everything's
+        assert _b64(media[1]["resource"]["blob"]).startswith(b"Resource 1")
+        # ... and reads back through /mcp as the same resource.
+        uri = media[1]["resource"]["uri"]
+        read = ask("resources/read", {"uri": uri}, uri)["result"]["contents"]
+        assert [(c["uri"], c["blob"]) for c in read] == [(uri, media[1]["resource"]["blob"])]
 
 
 # S-COMP-3
