@@ -156,3 +156,92 @@ def test_an_upstream_asking_faster_than_its_rate_is_refused(throttled: Daemon) -
     assert len(refused) == 6
     assert all(h["error"]["code"] == THROTTLED for h in refused)
     assert all("proto.questionRate" in h["error"]["message"] for h in refused)
+
+
+@pytest.fixture
+def modern_asker(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Daemon, Path]]:
+    log = tmp_path / "asker.jsonl"
+    servers = {"asker": {"command": sys.executable, "args": [str(ASKER), str(log), "--modern"]}}
+    with running_daemon(tmp_path, servers, settings=request.param) as daemon:
+        yield daemon, log
+
+
+def _round(n: int) -> dict[str, Any]:
+    asked = _elicitations(n)["requests"]
+    return {"inputRequests": {f"q{i}": question for i, question in enumerate(asked)}}
+
+
+def _calls_received(log: Path) -> list[dict[str, Any]]:
+    frames = [json.loads(line)["frame"] for line in log.read_text().splitlines()]
+    return [f for f in frames if f.get("method") == "tools/call"]
+
+
+# C-ELIC-8 C-SAMP-10
+@pytest.mark.parametrize(
+    "modern_asker", [{"proto.questionsOpen": 100, "proto.questionRate": 1}], indirect=True
+)
+def test_a_modern_round_leaves_the_refused_questions_out_of_its_retry(
+    modern_asker: tuple[Daemon, Path],
+) -> None:
+    daemon, log = modern_asker
+    replies: list[httpx.Response] = []
+
+    def call() -> None:
+        with daemon.http() as api:
+            body = {"server": "asker", "tool": "ask", "arguments": _round(12)}
+            replies.append(api.post("/v1/call", json=body, timeout=120))
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    declined = 0
+    deadline = time.monotonic() + 60
+    # Asked one after another: each is declined as it comes. Twelve take well under the
+    # eight seconds that would refill the burst of four for all of them.
+    while thread.is_alive() and time.monotonic() < deadline:
+        with daemon.http() as api:
+            for question in _pending(daemon):
+                assert api.post(f"/v1/questions/{question['id']}/decline").status_code == 200
+                declined += 1
+        time.sleep(0.05)
+    thread.join(timeout=10)
+    assert replies and replies[0].status_code == 200, replies
+    body = replies[0].json()
+    retried = json.loads(body.get("result", body)["content"][0]["text"])["params"]
+    answered = retried["inputResponses"]
+    assert 4 <= len(answered) == declined < 12
+    assert set(answered) < set(_round(12)["inputRequests"])
+    assert all(a == {"action": "decline"} for a in answered.values())
+    assert len(_calls_received(log)) == 2  # the call, and its one retry
+    assert any("left unanswered" in line["msg"] for line in daemon.log_lines())
+
+
+# C-ELIC-8 C-SAMP-10
+@pytest.mark.parametrize("modern_asker", [{"proto.questionsOpen": 1}], indirect=True)
+def test_a_modern_round_whose_questions_are_all_refused_fails_at_once(
+    modern_asker: tuple[Daemon, Path],
+) -> None:
+    daemon, log = modern_asker
+    replies: list[httpx.Response] = []
+
+    def holding() -> None:
+        with daemon.http() as api:
+            body = {"server": "asker", "tool": "ask", "arguments": _round(1)}
+            replies.append(api.post("/v1/call", json=body, timeout=120))
+
+    first = threading.Thread(target=holding, daemon=True)
+    first.start()
+    deadline = time.monotonic() + 60
+    while not _pending(daemon) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [held] = _pending(daemon)  # the one open question the setting allows
+    with daemon.http() as api:
+        body = {"server": "asker", "tool": "ask", "arguments": _round(2)}
+        refused = api.post("/v1/call", json=body, timeout=60)
+        error = refused.json()["error"]
+        assert refused.status_code == 502 and error["code"] == "upstream_error", error
+        assert "questions were all refused" in error["message"]
+        assert "proto.questionsOpen" in error["message"]
+        assert len(_calls_received(log)) == 2  # each call once: the refused one not retried
+        assert api.post(f"/v1/questions/{held['id']}/decline").status_code == 200
+    first.join(timeout=60)
+    assert replies and replies[0].status_code == 200, replies

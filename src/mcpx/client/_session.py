@@ -447,17 +447,30 @@ class Session:
         asked_by: str | int | None,
     ) -> dict[str, Any]:
         asked = Asked(self.name, self.revision, asked_by)
+        questions = result.get("inputRequests") or {}
         responses = {}
-        for key, question in (result.get("inputRequests") or {}).items():
+        throttled: list[wire.Throttled] = []
+        for key, question in questions.items():
             q_method = question.get("method", "")
             try:
                 responses[key] = await self.handler.answer(
                     q_method, question.get("params") or {}, asked
                 )
+            except wire.Throttled as exc:
+                # Refused for now: left out of the retry, the server asks again for what
+                # it still needs (mrtr, Error Handling), as a legacy server would hear
+                # the refusal of that one question alone.
+                log.info("%s: %s (%s) left unanswered: %s", self.name, q_method, key, exc)
+                throttled.append(exc)
             except wire.McpError as exc:
                 raise UpstreamError(
                     f"{self.name} asked {q_method}, which mcpx cannot answer: {exc.message}"
                 ) from exc
+        if throttled and not responses:
+            # Nothing answered: another round would only ask the same again.
+            raise UpstreamError(
+                f"{self.name}'s questions were all refused: {throttled[0].message}"
+            ) from throttled[0]
         body = {k: v for k, v in original.items() if k not in ("inputResponses", "requestState")}
         body["inputResponses"] = responses
         if "requestState" in result:

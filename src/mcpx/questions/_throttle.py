@@ -23,12 +23,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
-from mcpx.wire import McpError
+from mcpx.wire import Throttled
 
 __all__ = ["THROTTLED", "Throttle"]
 
-# Like HTTP 429; application codes belong outside -32768..-32000 (2026-07-28 §Error Codes).
-THROTTLED: Final = -429
+THROTTLED: Final = Throttled.code
 _BURST: Final = 4
 COUNTED: Final = frozenset({"elicitation/create", "sampling/createMessage"})
 
@@ -58,16 +57,15 @@ class Throttle:
         """Held while one question is open; refuses it first if a limit is reached.
 
         Raises:
-            McpError: (``THROTTLED``) the server has too many open, or asks too fast.
+            Throttled: the server has too many open, or asks too fast.
         """
         if method not in COUNTED:
             yield
             return
         if self.open(server) >= self._open_limit:
-            raise McpError(
+            raise Throttled(
                 f"{server} has {self._open_limit} questions open already "
-                f"(proto.questionsOpen); answer or withdraw one first",
-                code=THROTTLED,
+                f"(proto.questionsOpen); answer or withdraw one first"
             )
         self._take(server)
         self._open[server] = self.open(server) + 1
@@ -85,9 +83,8 @@ class Throttle:
         tokens, at = self._tokens.get(server, (self._burst, now))
         tokens = min(self._burst, tokens + (now - at) * self._rate)
         if tokens < 1:
-            raise McpError(
+            raise Throttled(
                 f"{server} asks faster than {self._rate:g} questions a second "
-                f"(proto.questionRate); try again shortly",
-                code=THROTTLED,
+                f"(proto.questionRate); try again shortly"
             )
         self._tokens[server] = (tokens - 1, now)

@@ -12,7 +12,8 @@ The tree::
     ├── UrlElicitationRequired            -32042  (2025-11-25 only)
     ├── HeaderMismatch                    -32020
     ├── MissingRequiredClientCapability   -32021  data: {"requiredCapabilities": {...}}
-    └── UnsupportedProtocolVersion        -32022  data: {"supported": [...], "requested": "..."}
+    ├── UnsupportedProtocolVersion        -32022  data: {"supported": [...], "requested": "..."}
+    └── Throttled                         -429    mcpx's own: a question refused for now
 
 Invariants:
 
@@ -41,6 +42,7 @@ __all__ = [
     "NoData",
     "ParseError",
     "ResourceNotFound",
+    "Throttled",
     "UnsupportedProtocolVersion",
     "UrlElicitationRequired",
     "http_status",
@@ -258,6 +260,15 @@ class UnsupportedProtocolVersion(McpError):
         """``data.requested``, or None when absent or not a string."""
         found = self.data.get("requested") if isinstance(self.data, dict) else None
         return found if isinstance(found, str) else None
+
+
+class Throttled(McpError):
+    """-429: mcpx refuses an upstream's question for now (too many open, or too fast).
+
+    Like HTTP 429; an application code, outside -32768..-32000 (2026-07-28 §Error
+    Codes). Never rebuilt from a peer's error: only mcpx's own refusal is one."""
+
+    code = -429
 
 
 # Explicit rather than filled in by __init_subclass__: a subclass declared elsewhere for
