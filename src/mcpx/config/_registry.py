@@ -216,6 +216,12 @@ _SEED: Final[tuple[Setting, ...]] = (
         "Address the daemon listens on; beyond loopback, whoever can reach it can run tools.",
         aliases=("--address",),
     ),
+    _duration(
+        "daemon.stopGrace",
+        "3s",
+        "When the daemon stops, how long calls in flight get to finish before they are "
+        "ended with an error.",
+    ),
     Setting(
         "log.level",
         ChoiceKind(LOG_LEVELS),

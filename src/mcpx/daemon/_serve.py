@@ -17,6 +17,7 @@ import fcntl
 import ipaddress
 import json
 import logging
+import math
 import os
 import socket
 import time
@@ -271,6 +272,10 @@ def serve(
                 try:
                     yield
                 finally:
+                    # The stdio hosts' calls in flight are answered before their
+                    # channel goes (stop_calls began at the stop signal: one grace).
+                    with anyio.CancelScope(shield=True):
+                        await pool.stop_calls(float(settings["daemon.stopGrace"]))
                     channels.cancel_scope.cancel()
                     running.cancel_scope.cancel()
                     # Here rather than after serving: uvicorn re-raises the stop signal
@@ -289,17 +294,31 @@ def serve(
     }
     paths.info.write_text(json.dumps(info))
     os.chmod(paths.info, 0o600)
+    grace = float(settings["daemon.stopGrace"])
+
+    def end_calls() -> None:
+        # Calls in flight get the grace to finish, then an error: answered, not dropped.
+        if holder:
+            holder[0].pool.spawn(holder[0].pool.stop_calls, grace)
+
     config = uvicorn.Config(
         app,
         lifespan="on",
         http=OneSendProtocol,
         log_config=None,
         access_log=False,
-        # A host that does not let go of a stream gets this long after the graceful end.
-        timeout_graceful_shutdown=5,
+        # A host that does not let go of a stream gets this long after the graceful end;
+        # the calls' errors are written before it.
+        timeout_graceful_shutdown=math.ceil(grace) + 2,
     )
     try:
-        on_stop = [lambda: stopping.append(True), audience.close, mcp.close, events.close]
+        on_stop = [
+            lambda: stopping.append(True),
+            end_calls,
+            audience.close,
+            mcp.close,
+            events.close,
+        ]
         _Server(config, on_stop=on_stop).run(sockets=[unix, tcp])
     finally:
         _remove(paths)

@@ -67,6 +67,8 @@ class Instance:
         self.in_flight = 0
         self._stop = anyio.Event()
         self._ended = anyio.Event()
+        # The scopes of the calls in flight, so that a stopping daemon can end them.
+        self._calls: set[anyio.CancelScope] = set()
 
     @property
     def ended(self) -> anyio.Event:
@@ -203,18 +205,32 @@ class Instance:
         self.calls += 1
         self.in_flight += 1
         self.last_used = time.monotonic()
+        scope = anyio.CancelScope()
+        self._calls.add(scope)
         try:
-            return await session.request(
-                method,
-                params,
-                timeout=timeout,
-                host_capabilities=host_capabilities,
-                log_level=log_level,
-                relay_input=relay_input,
+            with scope:
+                return await session.request(
+                    method,
+                    params,
+                    timeout=timeout,
+                    host_capabilities=host_capabilities,
+                    log_level=log_level,
+                    relay_input=relay_input,
+                )
+            # Only end_calls cancels this scope: its caller is told why.
+            raise UpstreamError(
+                f"{self.server.name}: mcpx is stopping, and {method} was ended before it finished"
             )
         finally:
+            self._calls.discard(scope)
             self.in_flight -= 1
             self.last_used = time.monotonic()
+
+    def end_calls(self) -> None:
+        """End the calls in flight (the daemon is stopping): each fails with an
+        UpstreamError saying so, and the upstream is told of the cancellation."""
+        for scope in list(self._calls):
+            scope.cancel()
 
     def status(self) -> dict[str, Any]:
         negotiated = self.session.negotiated if self.session else None

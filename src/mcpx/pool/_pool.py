@@ -11,6 +11,7 @@ Invariants:
 - A broken instance is dropped; the next call starts a fresh one.
 - Every instance task is owned by the pool's task group.
 - An instance holding resource subscriptions is not idle (``_watch``).
+- Once ``stop_calls`` is called no call starts, and none outlives its grace.
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ class Pool:
         self._handler = handler
         self._instances: dict[Key, Instance] = {}
         self._locks: dict[Key, anyio.Lock] = {}
+        self._stopping: float | None = None  # when calls in flight are ended, once stopping
+        self._in_flight = 0
+        self._drained = anyio.Event()  # set when stopping and no call is left
         self.started_at = time.time()
         # Resource subscriptions upstream, counted across hosts.
         self.watches = Watches(self, self._hooks)
@@ -97,6 +101,8 @@ class Pool:
             UpstreamError: it could not be started (the message says why).
         """
         server = self.server(name)
+        if self._stopping is not None:
+            raise UpstreamError(f"{name}: mcpx is stopping and takes no new calls")
         key = (name, self.scope_key(server, identity))
         lock = self._locks.get(key)
         current = self._instances.get(key)
@@ -167,12 +173,16 @@ class Pool:
             UnknownServer, McpError, UpstreamError: as for ``instance`` and the call.
         """
         inst = await self.instance(name, identity)
+        self._in_flight += 1
         try:
             budget = call_budget(self.settings, timeout)
             return await inst.request(
                 method, params, budget, host_capabilities, log_level, relay_input
             )
         finally:
+            self._in_flight -= 1
+            if self._stopping is not None and not self._in_flight:
+                self._drained.set()
             if not inst.usable:
                 self._instances.pop((name, inst.scope_key), None)
 
@@ -217,6 +227,19 @@ class Pool:
         while True:
             await anyio.sleep(interval)
             await self.reap_idle()
+
+    async def stop_calls(self, grace: float) -> None:
+        """The daemon is stopping: no new calls; those in flight get ``grace`` seconds
+        to finish, then are ended, each with an error saying so (rather than a host
+        left waiting until its connection drops). Called again, it waits for the same
+        deadline: the grace is counted once, from the first call."""
+        if self._stopping is None:
+            self._stopping = time.monotonic() + grace
+        if self._in_flight:
+            with anyio.move_on_after(self._stopping - time.monotonic()):
+                await self._drained.wait()
+        for inst in self._instances.values():
+            inst.end_calls()
 
     async def close(self) -> None:
         # All at once: each stop may wait out its graces (stdin closed, then SIGTERM),
