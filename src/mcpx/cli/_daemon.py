@@ -121,7 +121,8 @@ class DaemonClient:
             return None
         pid = int(info["pid"])
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
+        # Its calls in flight get their grace first, then the upstreams stop.
+        deadline = time.monotonic() + float(self.loaded.settings["daemon.stopGrace"]) + 20
         while time.monotonic() < deadline and _alive(pid):
             time.sleep(0.05)
         return pid
