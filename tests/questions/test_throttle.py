@@ -92,19 +92,27 @@ def _pending(daemon: Daemon) -> list[dict[str, Any]]:
     return [q for q in questions if q["server"] == "asker" and q["state"] == "pending"]
 
 
-def _flood(daemon: Daemon, n: int, admitted: int) -> list[dict[str, Any]]:
-    """The asker puts ``n`` elicitations at once in one call; once ``admitted`` of them
-    are in the broker (nobody else can answer), they are declined; the call's result:
-    what the upstream heard for each question, in order."""
+def _asking(
+    daemon: Daemon, arguments: dict[str, Any]
+) -> tuple[threading.Thread, list[httpx.Response]]:
+    """The asker's ``ask`` tool called with ``arguments`` in a thread; its reply, once in."""
     replies: list[httpx.Response] = []
 
     def call() -> None:
         with daemon.http() as api:
-            body = {"server": "asker", "tool": "ask", "arguments": _elicitations(n)}
+            body = {"server": "asker", "tool": "ask", "arguments": arguments}
             replies.append(api.post("/v1/call", json=body, timeout=120))
 
     thread = threading.Thread(target=call, daemon=True)
     thread.start()
+    return thread, replies
+
+
+def _flood(daemon: Daemon, n: int, admitted: int) -> list[dict[str, Any]]:
+    """The asker puts ``n`` elicitations at once in one call; once ``admitted`` of them
+    are in the broker (nobody else can answer), they are declined; the call's result:
+    what the upstream heard for each question, in order."""
+    thread, replies = _asking(daemon, _elicitations(n))
     deadline = time.monotonic() + 60
     while len(_pending(daemon)) < admitted and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -184,15 +192,7 @@ def test_a_modern_round_leaves_the_refused_questions_out_of_its_retry(
     modern_asker: tuple[Daemon, Path],
 ) -> None:
     daemon, log = modern_asker
-    replies: list[httpx.Response] = []
-
-    def call() -> None:
-        with daemon.http() as api:
-            body = {"server": "asker", "tool": "ask", "arguments": _round(12)}
-            replies.append(api.post("/v1/call", json=body, timeout=120))
-
-    thread = threading.Thread(target=call, daemon=True)
-    thread.start()
+    thread, replies = _asking(daemon, _round(12))
     declined = 0
     deadline = time.monotonic() + 60
     # Asked one after another: each is declined as it comes. Twelve take well under the
@@ -221,15 +221,7 @@ def test_a_modern_round_whose_questions_are_all_refused_fails_at_once(
     modern_asker: tuple[Daemon, Path],
 ) -> None:
     daemon, log = modern_asker
-    replies: list[httpx.Response] = []
-
-    def holding() -> None:
-        with daemon.http() as api:
-            body = {"server": "asker", "tool": "ask", "arguments": _round(1)}
-            replies.append(api.post("/v1/call", json=body, timeout=120))
-
-    first = threading.Thread(target=holding, daemon=True)
-    first.start()
+    first, replies = _asking(daemon, _round(1))
     deadline = time.monotonic() + 60
     while not _pending(daemon) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -30,7 +31,7 @@ from mcpx.client import (
 )
 from mcpx.config import ServerConfig, Settings
 
-from ._polls import LIST_FLAGS, left_out, poll_interval, poll_lists
+from ._polls import LIST_FLAGS, Poller, left_out, poll_interval, poll_lists, relay_listen
 
 __all__ = ["Instance"]
 
@@ -148,35 +149,19 @@ class Instance:
         # The kinds its acknowledgement leaves out are polled instead (C-SUB-3).
         name = self.server.name
 
-        def changed(method: str) -> None:
-            self._hooks.on_notification(name, method, {})
+        def notified(method: str, params: dict[str, Any]) -> None:
+            self._hooks.on_notification(name, method, params)
 
-        interval = poll_interval(self.settings)
-        async with anyio.create_task_group() as tg:
-            polling = anyio.CancelScope()
-            async with session.listen(notifications) as stream:
-                async for note in stream:
-                    if note["method"] != "notifications/subscriptions/acknowledged":
-                        self._hooks.on_notification(name, note["method"], note["params"])
-                        continue
-                    polling.cancel()  # a stream opened again is acknowledged again
-                    kinds = left_out(notifications, note["params"])
-                    if kinds:
-                        log.info("%s acknowledged no %s list changes: polling", name, kinds)
-                        polling = anyio.CancelScope()
-                        tg.start_soon(self._poll, polling, session, kinds, interval, changed)
-            tg.cancel_scope.cancel()
+        def poller(acknowledged: Mapping[str, Any]) -> Poller | None:
+            kinds = left_out(notifications, acknowledged)
+            if not kinds:
+                return None
+            log.info("%s acknowledged no %s list changes: polling", name, kinds)
+            interval = poll_interval(self.settings)
+            return partial(poll_lists, session, kinds, interval, lambda m: notified(m, {}))
 
-    async def _poll(
-        self,
-        scope: anyio.CancelScope,
-        session: Session,
-        kinds: list[str],
-        interval: float,
-        changed: Callable[[str], None],
-    ) -> None:
-        with scope:
-            await poll_lists(session, kinds, interval, changed)
+        async with session.listen(notifications) as stream:
+            await relay_listen(stream, notified, poller)
 
     async def stop(self) -> None:
         """Close the session (process ended, HTTP session deleted) and wait."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import anyio
@@ -32,6 +32,7 @@ __all__ = [
     "poll_interval",
     "poll_lists",
     "poll_resources",
+    "relay_listen",
     "unacknowledged_uris",
 ]
 
@@ -46,6 +47,37 @@ LIST_FLAGS: Final = {
 
 # Nothing is polled more often than this, whatever protoMessages.listMaxAge says.
 _FLOOR: Final = 0.25
+_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
+
+Poller = Callable[[], Awaitable[None]]
+
+
+async def relay_listen(
+    stream: AsyncIterator[dict[str, Any]],
+    notified: Callable[[str, dict[str, Any]], None],
+    left_out_poller: Callable[[Mapping[str, Any]], Poller | None],
+) -> None:
+    """Hand what a listen stream says to ``notified(method, params)``, but for its
+    acknowledgements: each one (a stream opened again is acknowledged again) replaces
+    the polling of what the one before left out with ``left_out_poller(params)``'s,
+    if any. Returns when the stream ends, polling stopped."""
+    async with anyio.create_task_group() as tg:
+        polling = anyio.CancelScope()
+        async for note in stream:
+            if note["method"] != _ACKNOWLEDGED:
+                notified(note["method"], note["params"])
+                continue
+            polling.cancel()
+            poll = left_out_poller(note["params"])
+            if poll is not None:
+                polling = anyio.CancelScope()
+                tg.start_soon(_poll_in, polling, poll)
+        tg.cancel_scope.cancel()
+
+
+async def _poll_in(scope: anyio.CancelScope, poll: Poller) -> None:
+    with scope:
+        await poll()
 
 
 def poll_interval(settings: Settings) -> float:

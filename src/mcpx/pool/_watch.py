@@ -21,7 +21,8 @@ Invariants:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -29,7 +30,7 @@ import anyio
 from mcpx import wire
 from mcpx.client import Hooks, Session, UpstreamError
 
-from ._polls import poll_interval, poll_resources, unacknowledged_uris
+from ._polls import Poller, poll_interval, poll_resources, relay_listen, unacknowledged_uris
 
 if TYPE_CHECKING:
     from ._instance import Instance
@@ -158,32 +159,21 @@ class Watches:
         # What the listen stream says reaches the hooks; the URIs its acknowledgement
         # leaves out are read again and again instead (C-SUB-3), a changed read being
         # the resources/updated that never came.
+        def notified(method: str, params: dict[str, Any]) -> None:
+            self._hooks.on_notification(server, method, params)
+
         def updated(uri: str) -> None:
-            self._hooks.on_notification(server, "notifications/resources/updated", {"uri": uri})
+            notified("notifications/resources/updated", {"uri": uri})
 
-        async with anyio.create_task_group() as tg:
-            polling = anyio.CancelScope()
-            async for note in stream:
-                if note["method"] != "notifications/subscriptions/acknowledged":
-                    self._hooks.on_notification(server, note["method"], note["params"])
-                    continue
-                polling.cancel()  # a stream opened again is acknowledged again
-                uris = unacknowledged_uris(asked, note["params"])
-                if uris:
-                    log.info("%s acknowledged no subscription to %s: polling", server, uris)
-                    polling = anyio.CancelScope()
-                    tg.start_soon(self._poll, polling, session, uris, updated)
-            tg.cancel_scope.cancel()
+        def poller(acknowledged: Mapping[str, Any]) -> Poller | None:
+            uris = unacknowledged_uris(asked, acknowledged)
+            if not uris:
+                return None
+            log.info("%s acknowledged no subscription to %s: polling", server, uris)
+            interval = poll_interval(self._pool.settings)
+            return partial(poll_resources, session, uris, interval, updated)
 
-    async def _poll(
-        self,
-        scope: anyio.CancelScope,
-        session: Session,
-        uris: list[str],
-        updated: Callable[[str], None],
-    ) -> None:
-        with scope:
-            await poll_resources(session, uris, poll_interval(self._pool.settings), updated)
+        await relay_listen(stream, notified, poller)
 
     async def _until_changed(self, server: str, inst: Instance) -> None:
         event = self._changed.setdefault(server, anyio.Event())
