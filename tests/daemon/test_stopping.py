@@ -113,6 +113,8 @@ def _text(result: dict[str, Any]) -> str:
     return str(result["content"][0]["text"])
 
 
+# S-LIFE-9: the server shuts down by closing its output (stdio) and its connections (HTTP),
+# each call in flight answered first.
 @pytest.mark.parametrize("daemon", ["500ms"], indirect=True)
 def test_calls_in_flight_are_answered_with_an_error_when_the_daemon_stops(
     daemon: Daemon,
