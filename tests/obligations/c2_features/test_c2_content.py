@@ -362,7 +362,9 @@ def test_prompt_media_and_embedded_resources_arrive_intact(
         # ... and reads back through /mcp as the same resource.
         uri = media[1]["resource"]["uri"]
         read = ask("resources/read", {"uri": uri}, uri)["result"]["contents"]
-        assert [(c["uri"], c["blob"]) for c in read] == [(uri, media[1]["resource"]["blob"])]
+        # (server-everything stamps the blob with the time it was made: only its start is fixed.)
+        assert [c["uri"] for c in read] == [uri]
+        assert _b64(read[0]["blob"]).startswith(b"Resource 1")
 
 
 # S-COMP-3
