@@ -23,6 +23,7 @@ machine the peers' figures drift by a quarter within minutes, and pairing cancel
      ``"protocol": "prefer-initialize"``): what pinning the era is worth with this one;
 (e)  mcpx /mcp: stateless 2026-07-28 ``tools/call`` of ``mcpx_call`` POSTed to the
      daemon's ``/mcp`` on 127.0.0.1 by a raw HTTP/1.1 host (keep-alive, a socket per lane);
+(eL) (e) through the daemon of (dL);
 (f)  fastmcp stdio: the host of (d) spawning fastmcp's proxy run over stdio, calling ``echo``;
 (g)  fastmcp HTTP: (c) on 127.0.0.1 instead of a unix socket;
 (h)  mcp-proxy 0.13 (on the SDK 1.x, its own venv): its Streamable HTTP ``/mcp`` on
@@ -30,6 +31,12 @@ machine the peers' figures drift by a quarter within minutes, and pairing cancel
 (e*), (h*) the same two with httpx's async client as the host: it spends about 3 ms of
      CPU per call itself, more than either gateway, which is why (e) and (h) use the raw
      host, as (d) and (f) do over stdio.
+
+The targets compare like with like. Both peers speak 2025-11-25 to the upstream (the run
+checks it: ``upstream_era.py``), and this upstream takes longer per call in 2026-07-28, the
+era mcpx speaks to a dual-era server by default (the spec's order). So a target is the
+ratio of mcpx with the upstream in the peer's era, (dL)/(f) and (eL)/(h); the ratios of
+mcpx's default era, (d)/(f) and (e)/(h), are printed beside them.
 
 Also: a warm pool's first call from a fresh CLI process, the daemon's RSS with 10
 upstreams started, and the number of upstream HTTP requests per call for a Streamable
@@ -64,6 +71,7 @@ from harness import (
     stop,
     wait_port,
 )
+from upstream_era import eras_spoken
 
 LEGACY, MODERN = "2025-11-25", "2026-07-28"
 SERVE = [PY, "-m", "mcpx", "serve"]
@@ -80,6 +88,7 @@ PATHS = [
     ("d'", "(d') mcpx serve, stdio 2026-07-28"),
     ("dL", "(dL) (d), upstream pinned legacy"),
     ("e", "(e)  mcpx /mcp, HTTP 2026-07-28"),
+    ("eL", "(eL) (e), upstream pinned legacy"),
     ("f", "(f)  fastmcp proxy stdio->stdio"),
     ("g", "(g)  fastmcp proxy HTTP->stdio"),
     ("h", "(h)  mcp-proxy HTTP->stdio"),
@@ -88,15 +97,16 @@ PATHS = [
 ]
 # (numerator, denominator, target or None): the ratios printed under the table.
 RATIOS = [
-    ("d", "f", 2.0),
-    ("e", "h", 1.5),
+    ("dL", "f", 2.0),
+    ("eL", "h", 1.5),
+    ("d", "f", None),
+    ("e", "h", None),
     ("e*", "h*", None),
     ("d", "a", None),
     ("e", "a", None),
     ("d", "a'", None),
     ("d'", "a'", None),
     ("d", "a''", None),
-    ("dL", "f", None),
     ("e", "a''", None),
     ("b", "c", None),
 ]
@@ -130,6 +140,7 @@ def throughput(
                     "d'": [PY, WORKERS, "stdio", *nc, MODERN, "mcpx:echo", "--", *SERVE],
                     "dL": [PY, WORKERS, "stdio", *nc, LEGACY, "mcpx:echo", "--", *SERVE],
                     "e": [PY, WORKERS, "raw-http", *nc, "mcpx-mcp", d["url"]],
+                    "eL": [PY, WORKERS, "raw-http", *nc, "mcpx-mcp", dl["url"]],
                     "f": [PY, WORKERS, "stdio", *nc, LEGACY, "echo", "--", *FASTMCP_STDIO],
                     "g": [PY, WORKERS, "http", *nc, "mcp", fastmcp_tcp],
                     "h": [PY, WORKERS, "raw-http", *nc, "legacy", mcp_proxy_url],
@@ -137,7 +148,7 @@ def throughput(
                     "h*": [PY, WORKERS, "http", *nc, "legacy", mcp_proxy_url],
                 }
                 for key in _order([k for k in runs if not only or k in only], rep):
-                    env = dl["env"] if key == "dL" else d["env"]
+                    env = dl["env"] if key in ("dL", "eL") else d["env"]
                     rps = run_json(runs[key], env=env)["rps"]
                     results.setdefault(f"{key}/{conc}", []).append(rps)
         results["cli-first-call"] = _first_calls(d["env"])
@@ -148,12 +159,15 @@ def _order(keys: list[str], rep: int) -> list[str]:
     """This repetition's running order: the rows a ratio compares run back to back
     (which goes first alternates), so that the machine's drift over a run, often
     larger than the effect, touches both sides of each ratio alike; the groups rotate."""
-    groups: list[list[str]] = []
-    for top, bottom, _ in RATIOS:
-        if top in keys and bottom in keys and not any(top in g or bottom in g for g in groups):
-            groups.append([top, bottom] if rep % 2 == 0 else [bottom, top])
+    groups = [[t, b] for t, b, target in RATIOS if target and t in keys and b in keys]
+    for top, bottom, target in RATIOS:  # (d) runs beside (dL) and (f), its reference
+        joins = [g for g in groups if bottom in g]
+        if target is None and joins and top in keys and not any(top in g for g in groups):
+            joins[0].append(top)
     grouped = {k for g in groups for k in g}
     groups += [[k] for k in keys if k not in grouped]
+    if rep % 2:
+        groups = [g[::-1] for g in groups]
     shift = rep % len(groups)
     return [k for g in groups[shift:] + groups[:shift] for k in g]
 
@@ -255,6 +269,8 @@ def report(results: dict[str, list[float]], n: int, reps: int) -> None:
                 verdict.append("met" if ratio >= target else "MISSED")
                 spread.append(f"({top})/({bottom}) {conc}: " + " ".join(f"{r:.2f}" for r in each))
         want = f"  >= {target:g} ({' / '.join(verdict)})" if target is not None else ""
+        if target is None and bottom in ("f", "h"):
+            want = "  (mcpx's default era: the upstream's 2026-07-28 cost included)"
         print(f"{f'({top})/({bottom})':<36}{cells}{want}")
     if spread:
         print("each repetition (targets):", "; ".join(spread))
@@ -278,7 +294,11 @@ def main() -> None:
         results = throughput(args.n, args.reps, work, only)
         idle, ten = rss_with_ten(work)
         per_call = http_requests_per_call(work)
+        eras = eras_spoken(work / "eras")
     report(results, args.n, args.reps)
+    print()
+    for row, era in eras.items():
+        print(f"({row}) speaks {era} to the upstream")
     # The figures are only as quiet as the machine: other work shows in the load average.
     print(f"\n{os.cpu_count()} CPUs; load average (1 min) {load_before[0]:.2f} before, ", end="")
     print(f"{os.getloadavg()[0]:.2f} after")

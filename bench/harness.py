@@ -143,7 +143,7 @@ def fastmcp_http_proxy(where: str) -> Iterator[str]:
 
 
 @contextmanager
-def mcp_proxy() -> Iterator[str]:
+def mcp_proxy(server: list[str] = SERVER) -> Iterator[str]:
     """mcp-proxy 0.13 on 127.0.0.1 fronting the stdio upstream; yields its base url.
 
     Its Streamable HTTP endpoint is ``/mcp`` (SSE is ``/sse``), on ``--port``; sessions
@@ -153,7 +153,7 @@ def mcp_proxy() -> Iterator[str]:
     port = free_port()
     argv = [str(MCP_PROXY), "--host", LOOPBACK, "--port", str(port), "--log-level", "WARNING"]
     proc = subprocess.Popen(
-        [*argv, "--", *SERVER],
+        [*argv, "--", *server],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
