@@ -9,7 +9,9 @@ string field ``answer``; ``slow`` sleeps), the real ``mcpx`` CLI as a subprocess
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -155,3 +157,70 @@ def test_a_question_pending_across_a_restart_is_answered_once_when_asked_again(
         third = second.cli("call", "sdk", "ask", "question=after restart?")
         assert third.returncode == EX_TEMPFAIL, third.stderr
         assert qid[1] not in third.stderr
+
+
+def _parked(daemon: Daemon, question: str) -> tuple[str, str]:
+    """A CLI call that returned on its question: (question id, task id)."""
+    asked = daemon.cli("call", "sdk", "ask", f"question={question}")
+    assert asked.returncode == EX_TEMPFAIL, asked.stderr
+    qid = re.search(r"mcpx elicit answer (\w+)", asked.stderr)
+    task = re.search(r"mcpx task result (\w+)", asked.stderr)
+    assert qid and task, asked.stderr
+    return qid[1], task[1]
+
+
+def test_a_result_is_collected_after_a_restart(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # The caller that returned on a question comes back by the task's id; a restart in
+    # between (an upgrade, `mcpx restart`) does not lose the result it left behind.
+    tmp = tmp_path_factory.mktemp("kept")
+    servers = {"sdk": sdk_entry("1.23.3")}
+    with running_daemon(tmp, servers) as first:
+        qid, task = _parked(first, "keep this?")
+        _answer(first, qid, {"answer": "kept across"})
+        with first.http() as api:
+            assert api.get(f"/v1/tasks/{task}/result").status_code == 200
+    assert (tmp / "state" / "tasks.db").stat().st_mode & 0o777 == 0o600
+    with running_daemon(tmp, servers) as second:
+        collected = second.cli("task", "result", task)
+        assert collected.returncode == 0, collected.stderr
+        assert collected.stdout.strip() == "kept across"
+        shown = json.loads(second.cli("task", "show", task).stdout)
+        assert shown["status"] == "completed" and shown["server"] == "sdk"
+        assert shown["questions"] == [qid]
+
+
+def test_a_call_the_stopping_daemon_ended_says_so_after_the_restart(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # Stopped with the call still waiting on its question: the call is ended with an
+    # error (daemon.stopGrace), and that is what the caller finds when it comes back.
+    tmp = tmp_path_factory.mktemp("stopped")
+    servers = {"sdk": sdk_entry("1.23.3")}
+    with running_daemon(tmp, servers, {"daemon.stopGrace": "1s"}) as first:
+        _, task = _parked(first, "never answered?")
+    with running_daemon(tmp, servers) as second:
+        with second.http() as api:
+            shown = api.get(f"/v1/tasks/{task}").json()
+            result = api.get(f"/v1/tasks/{task}/result")
+        assert shown["status"] == "failed", shown
+        assert "mcpx is stopping" in shown["error"]["message"], shown
+        assert result.status_code == 502 and result.json()["error"]["code"] == "upstream_error"
+        told = second.cli("task", "result", task)
+        assert told.returncode != 0 and "mcpx is stopping" in told.stderr, told.stderr
+
+
+def test_a_call_a_killed_daemon_was_running_is_failed_not_unknown(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # SIGKILL: nothing ran at the end, so the next daemon marks what was unfinished.
+    tmp = tmp_path_factory.mktemp("killed")
+    servers = {"sdk": sdk_entry("1.23.3")}
+    with running_daemon(tmp, servers) as first:
+        _, task = _parked(first, "killed?")
+        os.killpg(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(timeout=30)
+    with running_daemon(tmp, servers) as second:
+        with second.http() as api:
+            shown = api.get(f"/v1/tasks/{task}").json()
+        assert shown["status"] == "failed", shown
+        assert "killed or crashed" in shown["error"]["message"], shown

@@ -124,7 +124,13 @@ def _wait_up(proc: subprocess.Popen[bytes], info_path: Path, limit: float = 60) 
         if proc.poll() is not None:
             raise RuntimeError(f"the daemon exited with status {proc.returncode}")
         if info_path.exists():
-            info: dict[str, Any] = json.loads(info_path.read_text())
+            try:
+                info: dict[str, Any] = json.loads(info_path.read_text())
+            except ValueError:  # being written
+                info = {}
+            if info.get("pid") != proc.pid:  # not yet this daemon's (a killed one's)
+                time.sleep(0.05)
+                continue
             transport = httpx.HTTPTransport(uds=info["socket"])
             try:
                 with httpx.Client(transport=transport, base_url="http://mcpx") as client:

@@ -57,6 +57,11 @@ class DaemonPaths:
     def questions(self) -> Path:
         return self.state / "questions.db"
 
+    @property
+    def tasks(self) -> Path:
+        """Detached calls' outcomes, for callers that come back after a restart."""
+        return self.state / "tasks.db"
+
 
 def demo_server() -> ServerConfig:
     """The embedded default upstream: mcpx's own bundled demo server."""

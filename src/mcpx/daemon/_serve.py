@@ -35,6 +35,7 @@ from mcpx.client import EraCache, Hooks
 from mcpx.config import ServerConfig, Settings
 from mcpx.events import EventBus, publish_notification
 from mcpx.ops import Catalogue, OpContext, Relay
+from mcpx.ops._task_records import TaskRecords
 from mcpx.ops._tasks import Tasks
 from mcpx.pool import open_pool
 from mcpx.questions import Broker, NativeFirst, Question, StateSigner, Throttle
@@ -246,7 +247,8 @@ def serve(
             anyio.create_task_group() as running,
         ):
             # Calls that outlive their request run here, and end before the upstreams do.
-            tasks = Tasks(running, keep=float(settings["proto.askTTL"]))
+            keep = float(settings["proto.askTTL"])
+            tasks = Tasks(running, keep, TaskRecords(paths.tasks, keep))
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)

@@ -58,7 +58,7 @@ async def returning_call(
         asker = HostAsker(can=_cannot_ask, ask=_unasked, brokered=task.note_brokered)
         return run(replace(ctx, asker=asker, notify=_forwarding(task)))
 
-    task = tasks.start(server, what, started)
+    task = tasks.start(server, what, started, durable=True)
     task.notify = ctx.notify
     try:
         while not task.done and not task.brokered:

@@ -35,6 +35,8 @@ from anyio.abc import TaskGroup
 
 from mcpx.wire import InternalError, McpError
 
+from ._task_records import TaskRecords
+
 __all__ = ["Task", "Tasks"]
 
 JSON = dict[str, Any]
@@ -74,6 +76,15 @@ class Task:
     _asked: dict[str, itertools.count[int]] = field(default_factory=dict)
     _changed: anyio.Event = field(default_factory=anyio.Event)
     _scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+    @classmethod
+    def recorded(cls, row: JSON) -> Task:
+        """A finished task from its record (``TaskRecords.load``)."""
+        task = cls(row["id"], row["server"], row["what"], created=row["created"])
+        task.status, task.finished = row["status"], row["finished"]
+        task.result, task.error = row.get("result"), row.get("error")
+        task.brokered = list(row.get("questions") or [])
+        return task
 
     @property
     def done(self) -> bool:
@@ -175,44 +186,71 @@ class Task:
 
 
 class Tasks:
-    """The daemon's running and recently finished tasks."""
+    """The daemon's running and recently finished tasks; the durable ones also on disk."""
 
-    def __init__(self, group: TaskGroup, keep: float) -> None:
+    def __init__(self, group: TaskGroup, keep: float, records: TaskRecords | None = None) -> None:
         self._group = group
         self._keep = keep
+        self._records = records
         self._tasks: dict[str, Task] = {}
 
     @property
     def keep(self) -> float:
         return self._keep
 
-    def start(self, server: str, what: str, run: Callable[[Task], Awaitable[JSON]]) -> Task:
-        """Run ``run(task)`` in the daemon's task group; the task, at once."""
+    def start(
+        self,
+        server: str,
+        what: str,
+        run: Callable[[Task], Awaitable[JSON]],
+        *,
+        durable: bool = False,
+    ) -> Task:
+        """Run ``run(task)`` in the daemon's task group; the task, at once. A ``durable``
+        task's outcome outlives the daemon (for callers that come back by its id)."""
         self._prune()
         task = Task(secrets.token_hex(8), server, what)
         self._tasks[task.id] = task
-        self._group.start_soon(self._run, task, run, name=f"mcpx task {task.id}")
+        records = self._records if durable else None
+        if records is not None:
+            records.started(task.id, server, what, task.created)
+        self._group.start_soon(self._run, task, run, records, name=f"mcpx task {task.id}")
         return task
 
     def get(self, task_id: str) -> Task | None:
+        """A task of this daemon's, or a durable one's record from an earlier daemon."""
         self._prune()
-        return self._tasks.get(task_id)
+        found = self._tasks.get(task_id)
+        if found is None and self._records is not None:
+            row = self._records.load(task_id)
+            found = None if row is None else Task.recorded(row)
+        return found
 
-    async def _run(self, task: Task, run: Callable[[Task], Awaitable[JSON]]) -> None:
-        with task._scope:
-            try:
-                result = await run(task)
-            except McpError as exc:
-                task._finish("failed", None, exc.to_error())
-                return
-            except Exception as exc:  # the boundary: a task's failure is its outcome
-                failed = InternalError(f"the call failed: {exc}")
-                task._finish("failed", None, failed.to_error())
-                return
-            task._finish("completed", result, None)
-        if not task.done:
-            cancelled = InternalError("the call was cancelled")
-            task._finish("cancelled", None, cancelled.to_error())
+    async def _run(
+        self, task: Task, run: Callable[[Task], Awaitable[JSON]], records: TaskRecords | None
+    ) -> None:
+        try:
+            with task._scope:
+                try:
+                    result = await run(task)
+                except McpError as exc:
+                    task._finish("failed", None, exc.to_error())
+                    return
+                except Exception as exc:  # the boundary: a task's failure is its outcome
+                    failed = InternalError(f"the call failed: {exc}")
+                    task._finish("failed", None, failed.to_error())
+                    return
+                task._finish("completed", result, None)
+            if not task.done:
+                cancelled = InternalError("the call was cancelled")
+                task._finish("cancelled", None, cancelled.to_error())
+        finally:
+            # Unfinished here means the daemon's own group was cancelled: it is stopping.
+            if not task.done:
+                stopped = InternalError("mcpx stopped before the call finished")
+                task._finish("failed", None, stopped.to_error())
+            if records is not None:
+                records.finished(task.as_json())
 
     def _prune(self) -> None:
         cutoff = time.time() - self._keep

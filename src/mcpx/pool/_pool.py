@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final
 
 import anyio
 from anyio.abc import TaskGroup
@@ -37,6 +37,9 @@ __all__ = ["Pool", "PoolFull", "UnknownServer", "open_pool"]
 log = logging.getLogger("mcpx.pool")
 
 Key = tuple[str, str]
+
+# How long calls ended at a stop get to unwind: telling the upstream is one write.
+_UNWIND: Final = 2.0
 
 
 class UnknownServer(KeyError):
@@ -240,6 +243,11 @@ class Pool:
                 await self._drained.wait()
         for inst in self._instances.values():
             inst.end_calls()
+        if self._in_flight:
+            # The ended calls unwind (the upstream is told) and their callers take the
+            # error, before whatever runs them (a task, a host's channel) is cancelled.
+            with anyio.move_on_after(_UNWIND):
+                await self._drained.wait()
 
     async def close(self) -> None:
         # All at once: each stop may wait out its graces (stdin closed, then SIGTERM),
