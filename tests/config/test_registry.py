@@ -188,6 +188,7 @@ SEEDED: list[tuple[str, object]] = [
     ("exec.timeout", 120.0),
     ("daemon.port", 0),
     ("daemon.address", "127.0.0.1"),
+    ("daemon.configPoll", 2.0),
     ("daemon.stopGrace", 3.0),
     ("log.level", "info"),
     ("log.frames", ""),

@@ -183,6 +183,7 @@ def daemon_command(**params: Any) -> None:
             loaded.settings,
             servers,
             state_dir(loaded.settings),
+            config_file=loaded.config.path if loaded.config else None,
             warn=lambda text: click.echo(text, err=True),
         )
     except DaemonRunning as exc:

@@ -217,6 +217,12 @@ _SEED: Final[tuple[Setting, ...]] = (
         aliases=("--address",),
     ),
     _duration(
+        "daemon.configPoll",
+        "2s",
+        "How often the daemon looks at its config file: a server added, changed or removed "
+        "there takes effect without a restart (0: never; settings still need one).",
+    ),
+    _duration(
         "daemon.stopGrace",
         "3s",
         "When the daemon stops, how long calls in flight get to finish before they are "

@@ -37,7 +37,7 @@ from mcpx.events import EventBus, publish_notification
 from mcpx.ops import Catalogue, OpContext, Relay
 from mcpx.ops._task_records import TaskRecords
 from mcpx.ops._tasks import Tasks
-from mcpx.pool import open_pool
+from mcpx.pool import Pool, open_pool
 from mcpx.questions import Broker, NativeFirst, Question, StateSigner, Throttle
 from mcpx.server import Audience
 
@@ -45,7 +45,8 @@ from ._app import build_app
 from ._later import Later
 from ._mcp import McpEndpoint
 from ._one_send import OneSendProtocol
-from ._paths import DaemonPaths
+from ._paths import DaemonPaths, demo_server
+from ._reload import ConfigFollower, list_changes
 from ._stdio_channel import serve_stdio_channel
 
 __all__ = ["serve"]
@@ -197,14 +198,33 @@ def _frame_trace(
     return trace
 
 
+def _applying(
+    pool: Pool, catalogue: Catalogue, audience: Audience, settings: Settings
+) -> Callable[[Mapping[str, ServerConfig]], dict[str, list[str]]]:
+    """The config follower's ``apply``: the pool's, then what it makes stale."""
+
+    def apply(servers: Mapping[str, ServerConfig]) -> dict[str, list[str]]:
+        changes = pool.apply(servers)
+        for name in (*changes["removed"], *changes["changed"]):
+            catalogue.invalidate(name)
+        for server, method in list_changes(changes):
+            audience.upstream_notified(server, method, settings["mcp.passthrough"])
+        return changes
+
+    return apply
+
+
 def serve(
     settings: Settings,
     servers: Mapping[str, ServerConfig],
     state: Path,
     *,
+    config_file: Path | None = None,
     warn: Any = print,
 ) -> None:
-    """Serve until stopped (SIGTERM or SIGINT); blocks."""
+    """Serve until stopped (SIGTERM or SIGINT); blocks. ``config_file``: the file the servers
+    came from, followed while the daemon runs (``daemon.configPoll``)."""
+    default = {"demo": demo_server()}
     paths = DaemonPaths(state)
     state.mkdir(parents=True, exist_ok=True, mode=0o700)
     # Before anything is bound or removed: a second daemon must not take the first's
@@ -252,6 +272,15 @@ def serve(
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
+            if config_file is not None and float(settings["daemon.configPoll"]) > 0:
+                follower = ConfigFollower(
+                    config_file,
+                    default,
+                    tuple(settings["mcp.passthrough"]),
+                    _applying(pool, catalogue, audience, settings),
+                    lambda kind, data: events.publish(kind, data),
+                )
+                running.start_soon(follower.follow, float(settings["daemon.configPoll"]))
             holder.append(
                 OpContext(
                     pool,

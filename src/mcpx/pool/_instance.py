@@ -66,6 +66,7 @@ class Instance:
         self.last_used = time.monotonic()
         self.calls = 0
         self.in_flight = 0
+        self._idle: anyio.Event | None = None  # set when in_flight reaches 0, if awaited
         self._stop = anyio.Event()
         self._ended = anyio.Event()
         # The scopes of the calls in flight, so that a stopping daemon can end them.
@@ -210,6 +211,14 @@ class Instance:
             self._calls.discard(scope)
             self.in_flight -= 1
             self.last_used = time.monotonic()
+            if not self.in_flight and self._idle is not None:
+                self._idle.set()
+
+    async def drained(self) -> None:
+        """Until no call is in flight (the instance is being retired)."""
+        if self.in_flight:
+            self._idle = anyio.Event()
+            await self._idle.wait()
 
     def end_calls(self) -> None:
         """End the calls in flight (the daemon is stopping): each fails with an

@@ -203,6 +203,31 @@ class Pool:
             await self._drop(inst)
         return len(gone)
 
+    def apply(self, servers: Mapping[str, ServerConfig]) -> dict[str, list[str]]:
+        """Serve ``servers`` from now on (the config file changed); what changed, by name.
+
+        New calls to a changed server start an instance of its new entry. The instances
+        of changed and removed servers are retired: a busy one finishes its calls
+        (bounded by ``pool.callTimeout``), then stops; an idle one stops now.
+        """
+        old = self.servers
+        changes = {
+            "added": sorted(set(servers) - set(old)),
+            "removed": sorted(set(old) - set(servers)),
+            "changed": sorted(n for n in set(old) & set(servers) if old[n] != servers[n]),
+        }
+        self.servers = dict(servers)
+        for name in (*changes["removed"], *changes["changed"]):
+            for key in [k for k in self._instances if k[0] == name]:
+                self._tg.start_soon(self._retire, self._instances.pop(key))
+        return changes
+
+    async def _retire(self, inst: Instance) -> None:
+        with anyio.move_on_after(call_budget(self.settings) + 1):
+            await inst.drained()
+        log.info("%s: retired (its entry changed or went)", inst.server.name)
+        await inst.stop()
+
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, object]], *args: object) -> None:
         """Run ``fn`` in the pool's task group (owned, ended with the pool)."""
         self._tg.start_soon(fn, *args)
