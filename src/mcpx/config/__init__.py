@@ -54,6 +54,7 @@ from ._setting import (
     env_name,
     flag_name,
 )
+from ._state_db import open_state_db
 
 __all__ = [
     "AUTH_TYPES",
@@ -95,6 +96,7 @@ __all__ = [
     "flag_name",
     "load_config_file",
     "locate_config_file",
+    "open_state_db",
     "parse_config_text",
     "resolve",
     "setting",

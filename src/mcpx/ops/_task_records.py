@@ -19,11 +19,11 @@ Invariants:
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Final
+
+from mcpx.config import open_state_db
 
 __all__ = ["TaskRecords"]
 
@@ -55,11 +55,7 @@ class TaskRecords:
 
     def __init__(self, path: Path, keep: float) -> None:
         self._keep = keep
-        if not path.exists():
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        os.chmod(path, 0o600)
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = open_state_db(path)
         self._db.execute(_SCHEMA)
         now = time.time()
         self._db.execute(

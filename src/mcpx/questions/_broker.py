@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 import sqlite3
 import time
@@ -44,6 +43,7 @@ from typing import Any, Final
 
 import anyio
 
+from mcpx.config import open_state_db
 from mcpx.wire import InvalidParams
 
 from ._answers import broker_result
@@ -121,12 +121,7 @@ class Broker:
         self._keep = keep
         self._clock = clock
         self._events: dict[str, anyio.Event] = {}
-        if not path.exists():
-            # Created 0600 before SQLite opens it: questions may carry secrets.
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        os.chmod(path, 0o600)
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = open_state_db(path)  # 0600: questions may carry secrets
         self._db.execute(_SCHEMA)
         have = {row[1] for row in self._db.execute("PRAGMA table_info(questions)")}
         for column, kind in _ADDED.items():
