@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -155,3 +156,72 @@ def test_changed_settings_wait_for_a_restart_and_say_so(daemon: Daemon) -> None:
     assert _eventually(lambda: _logged(daemon, "take effect at `mcpx restart`"))
     assert any("pool.max" in ln["msg"] for ln in daemon.log_lines())
     assert "demo" in _servers(daemon)  # the servers applied all the same
+
+
+# -- resource subscriptions held upstream across a change ---------------------------------
+
+QUIET_SERVER = Path(__file__).parents[1] / "fixtures" / "quiet_server.py"
+QUIET = {"command": sys.executable, "args": [str(QUIET_SERVER)]}
+NOTE = "quiet://note"
+WATCHED = f"mcpx://quiet/{quote(NOTE, safe='')}"
+
+
+@pytest.fixture
+def watching(tmp_path: Path) -> Iterator[tuple[Daemon, list[dict[str, Any]]]]:
+    """A daemon whose quiet server's note is watched (``/v1/events?uri=``) from the start;
+    quiet_server acknowledges no subscription, so mcpx polls the note every 300 ms."""
+    servers = {"sdk": sdk_entry("1.23.3"), "quiet": QUIET}
+    settings = {**SETTINGS, "protoMessages.listMaxAge": "300ms", "transport.sseKeepAlive": "500ms"}
+    with running_daemon(tmp_path, servers, settings) as d:
+        _FIRST[d.config] = json.loads(d.config.read_text())
+        got: list[dict[str, Any]] = []
+        stop = threading.Event()
+        reader = threading.Thread(target=_follow, args=(d, got, stop), daemon=True)
+        reader.start()
+        assert _eventually(lambda: _polling(d) >= 1)
+        yield d, got
+        stop.set()
+        reader.join(timeout=30)
+
+
+def _follow(daemon: Daemon, got: list[dict[str, Any]], stop: threading.Event) -> None:
+    params = {"uri": WATCHED}
+    with daemon.http() as api, api.stream("GET", "/v1/events", params=params) as stream:
+        for line in stream.iter_lines():  # keep-alives every few seconds bound each wait
+            if line.startswith("data: "):
+                got.append(json.loads(line[len("data: ") :]))
+            if stop.is_set():
+                return
+
+
+def _polling(daemon: Daemon) -> int:
+    said = f"acknowledged no subscription to ['{NOTE}']"
+    return sum(said in line["msg"] for line in daemon.log_lines())
+
+
+def test_a_watched_resource_stays_watched_when_its_server_changes(
+    watching: tuple[Daemon, list[dict[str, Any]]],
+) -> None:
+    daemon, got = watching
+    [before] = _servers(daemon)["quiet"]["instances"]
+    _write(daemon, {"sdk": sdk_entry("1.23.3"), "quiet": {**QUIET, "env": {"MARK": "2"}}})
+    # The subscription moves to an instance of the new entry at once (nobody called it).
+    assert _eventually(lambda: _polling(daemon) >= 2)
+    [after] = _servers(daemon)["quiet"]["instances"]
+    assert after["pid"] != before["pid"]
+    time.sleep(1)  # the new instance's first read is the baseline
+    with daemon.http() as api:
+        body = {"server": "quiet", "tool": "edit_note", "arguments": {}}
+        assert api.post("/v1/call", json=body, timeout=60).status_code == 200
+    assert _eventually(lambda: any(e["kind"] == "resource.updated" for e in got)), got
+
+
+def test_removing_a_watched_server_leaves_the_daemon_serving(
+    watching: tuple[Daemon, list[dict[str, Any]]],
+) -> None:
+    daemon, _ = watching
+    _write(daemon, {"sdk": sdk_entry("1.23.3")})
+    assert _eventually(lambda: "quiet" not in _servers(daemon))
+    time.sleep(1.5)  # where the subscription's guard would have tried the gone server
+    assert daemon.proc.poll() is None
+    assert daemon.cli("call", "sdk", "echo", "text=alive").stdout.strip() == "alive"

@@ -217,6 +217,8 @@ class Pool:
             "changed": sorted(n for n in set(old) & set(servers) if old[n] != servers[n]),
         }
         self.servers = dict(servers)
+        for name in changes["removed"]:
+            self.watches.forget(name)
         for name in (*changes["removed"], *changes["changed"]):
             for key in [k for k in self._instances if k[0] == name]:
                 self._tg.start_soon(self._retire, self._instances.pop(key))

@@ -93,6 +93,11 @@ class Watches:
                 del self._wanted[server]
             self._signal(server)
 
+    def forget(self, server: str) -> None:
+        """``server`` left the config: nothing of it is wanted any more (its guard ends)."""
+        if self._wanted.pop(server, None) is not None:
+            self._signal(server)
+
     def _signal(self, server: str) -> None:
         event = self._changed.get(server)
         if event is not None:
@@ -103,6 +108,8 @@ class Watches:
 
     async def _guard(self, server: str) -> None:
         """Keep ``server``'s wanted subscriptions on a live instance, while any are."""
+        from ._pool import UnknownServer  # (the pool module imports this one)
+
         pause = _RETRY_FIRST
         try:
             while self._wanted.get(server):
@@ -110,6 +117,9 @@ class Watches:
                     inst = await self._pool.instance(server)
                     await self._hold(server, inst)
                     pause = _RETRY_FIRST
+                except UnknownServer:
+                    log.warning("%s left the config: its subscriptions are dropped", server)
+                    self._wanted.pop(server, None)
                 except (UpstreamError, wire.McpError) as exc:
                     log.warning("%s: subscriptions not held (%s); retrying", server, exc)
                     await anyio.sleep(pause)
