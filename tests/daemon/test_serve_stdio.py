@@ -246,6 +246,10 @@ def test_handoff_message_agrees() -> None:
 
     assert shim == daemon_side
     assert shim_options == daemon_options
+    from mcpx.cli._serve import RESUME as shim_resume
+    from mcpx.daemon._hand_back import RESUME as daemon_resume
+
+    assert shim_resume == daemon_resume
 
 
 def _read_all(fd: int, limit: float = 60) -> bytes:

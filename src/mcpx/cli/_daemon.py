@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import click
@@ -26,7 +27,7 @@ from mcpx.daemon import DaemonPaths, demo_server
 from ._context import Loaded, load_settings, settings_options
 from ._http import Reply, UnixHttp
 
-__all__ = ["DaemonClient", "daemon_commands", "servers_for"]
+__all__ = ["DaemonClient", "alive", "daemon_commands", "servers_for"]
 
 
 def servers_for(loaded: Loaded) -> dict[str, ServerConfig]:
@@ -35,14 +36,20 @@ def servers_for(loaded: Loaded) -> dict[str, ServerConfig]:
     return servers or {"demo": demo_server()}
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs. A zombie does not: it has exited, and only waits for its
+    parent (a daemon started by a process that has not reaped it yet)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc here: signal 0 is all there is to go on
+    return stat_line.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 class DaemonClient:
@@ -57,7 +64,7 @@ class DaemonClient:
             info: dict[str, Any] = json.loads(self.paths.info.read_text())
         except (OSError, ValueError):
             return None
-        return info if _alive(int(info.get("pid", 0))) else None
+        return info if alive(int(info.get("pid", 0))) else None
 
     def http(self) -> UnixHttp:
         return UnixHttp(str(self.paths.socket))
@@ -115,15 +122,19 @@ class DaemonClient:
         with _Progress(f"{method} {path}"):
             return self.http().request(method, path, **kw)
 
-    def stop(self) -> int | None:
+    def stop(self, *, restart: bool = False) -> int | None:
+        """Stop the daemon, if it runs; its pid. For a ``restart``, the ``mcpx serve``
+        hosts it serves go back to their shims, which bring them to the next daemon."""
         info = self.info()
         if info is None:
             return None
         pid = int(info["pid"])
+        if restart:
+            self.paths.restarting.touch(mode=0o600)
         os.kill(pid, signal.SIGTERM)
         # Its calls in flight get their grace first, then the upstreams stop.
         deadline = time.monotonic() + float(self.loaded.settings["daemon.stopGrace"]) + 20
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.05)
         return pid
 
@@ -220,7 +231,7 @@ def stop_command(**params: Any) -> None:
 def restart_command(**params: Any) -> None:
     """Stop the daemon if it runs, and start it again."""
     client = DaemonClient(load_settings(params))
-    client.stop()
+    client.stop(restart=True)
     client.ensure()
     info = client.info() or {}
     click.echo(f"running: pid {info.get('pid')}, url {info.get('url')}")

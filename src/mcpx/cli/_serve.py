@@ -21,6 +21,9 @@ Invariants:
 - At stdin EOF answers still in flight keep flowing to stdout until the daemon closes
   the connection; then the shim exits 0. Handed off, the daemon closes its copies of the
   pipes before the connection.
+- ``mcpx restart``: the daemon gives a handed-off host back with ``RESUME <state>``; the
+  shim waits for that daemon to exit and hands the pipes to the next one with the state
+  (``daemon._hand_back``). The host sees no EOF and no second handshake.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import os
 import socket
 import stat
 import threading
+import time
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Final
@@ -37,7 +42,7 @@ from typing import Any, Final
 import click
 
 from ._context import load_settings, settings_options
-from ._daemon import DaemonClient
+from ._daemon import DaemonClient, alive
 
 __all__ = ["HANDOFF", "handoff", "relay", "serve_command", "serve_stdio"]
 
@@ -47,6 +52,10 @@ _CHUNK: Final = 64 * 1024
 HANDOFF: Final = b"MCPX-STDIO-FDS 1\n"
 # This connection's own settings, as a JSON line ahead of anything else (the same here).
 OPTIONS: Final = b"MCPX-STDIO-OPTIONS "
+# The daemon's RESUME (mcpx.daemon._hand_back): the host is given back at a restart.
+RESUME: Final = b"MCPX-STDIO-RESUME "
+# How long a shim given back waits for the old daemon to exit, past its calls' grace.
+_RESTART_WAIT: Final = 30.0
 
 
 def options_line(options: dict[str, Any]) -> bytes:
@@ -73,13 +82,15 @@ def _reply(sock: socket.socket) -> bytes:
     return data
 
 
-def handoff(path: Path, options: bytes = b"") -> bool:
-    """Hand stdin and stdout to the daemon on ``path``; True once it has served them
-    and closed the connection, False (nothing read from stdin) when it would not.
-    ``options`` (an ``options_line``) rides in the same message."""
+def handoff(path: Path, options: bytes = b"") -> tuple[bool, dict[str, Any] | None]:
+    """Hand stdin and stdout to the daemon on ``path``: (True, None) once it has served
+    them and closed the connection; (True, state) when it gave them back to be taken to
+    the next daemon (``mcpx restart``); (False, None), nothing read from stdin, when it
+    would not take them. ``options`` (an ``options_line``) rides in the same message."""
     send_fds = getattr(socket, "send_fds", None)
     if send_fds is None or not (_pipe_or_socket(0) and _pipe_or_socket(1)):
-        return False
+        return False, None
+    said = b""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         try:
             sock.connect(str(path))
@@ -87,15 +98,25 @@ def handoff(path: Path, options: bytes = b"") -> bool:
             # No time limit: the daemon answers at once, and one without hand-offs
             # answers the line as JSON (a parse error). Either way the relay needs it.
             if _reply(sock) != b"OK\n":
-                return False  # refused, or a daemon without hand-offs: relay instead
+                return False, None  # refused, or a daemon without hand-offs: relay
         except OSError:
-            return False
+            return False, None
         # The daemon serves the host now, whatever happens here. Wait for it to close the
-        # connection (the host closed stdin, or the daemon stopped).
+        # connection (the host closed stdin, or the daemon stopped or restarts).
         with suppress(OSError):
-            while sock.recv(_CHUNK):
-                pass
-    return True
+            while chunk := sock.recv(_CHUNK):
+                said += chunk
+    return True, _resume_state(said)
+
+
+def _resume_state(said: bytes) -> dict[str, Any] | None:
+    if not said.startswith(RESUME):
+        return None
+    try:
+        state = json.loads(said[len(RESUME) :])
+    except ValueError:
+        return None  # cut short: the daemon died while saying it
+    return state if isinstance(state, dict) else None
 
 
 def _stdin_to_socket(sock: socket.socket) -> None:
@@ -156,15 +177,36 @@ def serve_command(transport: str, **params: Any) -> None:
     if loaded.settings.origin("mcp.passthrough").kind.value != "default":
         # --passthrough (or its env var) on serve: this host's own pass-through servers.
         options["passthrough"] = list(loaded.settings["mcp.passthrough"])
-    serve_stdio(client.paths.stdio_socket, options)
+    wait = float(loaded.settings["daemon.stopGrace"]) + _RESTART_WAIT
+
+    def next_daemon(pid: int) -> None:
+        # The old daemon lets go of the state dir when it exits: then the next one is
+        # there (`mcpx restart` starts it), or this shim starts it.
+        deadline = time.monotonic() + wait
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client.ensure()
+
+    serve_stdio(client.paths.stdio_socket, options, next_daemon)
 
 
-def serve_stdio(path: Path, options: dict[str, Any] | None = None) -> None:
+def serve_stdio(
+    path: Path,
+    options: dict[str, Any] | None = None,
+    next_daemon: Callable[[int], None] | None = None,
+) -> None:
     """Serve this process's stdin/stdout through the stdio channel at ``path``: handed
     off when the daemon takes the descriptors, relayed otherwise. ``options`` are this
-    host's own settings (``passthrough``)."""
+    host's own settings (``passthrough``). When the daemon restarts and gives the host
+    back, ``next_daemon(old pid)`` waits for the next one, which takes the host over."""
     line = options_line(options or {})
-    if handoff(path, line):
+    served, resume = handoff(path, line)
+    while resume is not None and next_daemon is not None:
+        next_daemon(int(resume.get("daemon", 0)))
+        served, resume = handoff(path, options_line({**(options or {}), "resume": resume}))
+        if not served:
+            raise click.ClickException(f"the restarted daemon at {path} refused the host")
+    if served:
         return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

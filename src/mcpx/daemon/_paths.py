@@ -58,6 +58,11 @@ class DaemonPaths:
         return self.state / "questions.db"
 
     @property
+    def restarting(self) -> Path:
+        """Made by ``mcpx restart`` before it stops the daemon: hosts are given back."""
+        return self.state / "restarting"
+
+    @property
     def tasks(self) -> Path:
         """Detached calls' outcomes, for callers that come back after a restart."""
         return self.state / "tasks.db"

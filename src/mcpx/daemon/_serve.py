@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import uvicorn
@@ -42,6 +42,7 @@ from mcpx.questions import Broker, NativeFirst, Question, StateSigner, Throttle
 from mcpx.server import Audience
 
 from ._app import build_app
+from ._hand_back import HandBacks
 from ._later import Later
 from ._mcp import McpEndpoint
 from ._one_send import OneSendProtocol
@@ -248,6 +249,8 @@ def serve(
     relay = Relay()
     events = EventBus(int(settings["events.history"]))
     later = Later()
+    hand_backs = HandBacks()
+    paths.restarting.unlink(missing_ok=True)  # a restart that did not finish
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -299,7 +302,9 @@ def serve(
             # Inside the pool's context: stdio hosts end before the upstreams they use.
             async with anyio.create_task_group() as channels:
                 await channels.start(later.run)
-                await channels.start(serve_stdio_channel, paths.stdio_socket, lambda: holder[0])
+                await channels.start(
+                    serve_stdio_channel, paths.stdio_socket, lambda: holder[0], hand_backs
+                )
                 try:
                     yield
                 finally:
@@ -307,6 +312,9 @@ def serve(
                     # channel goes (stop_calls began at the stop signal: one grace).
                     with anyio.CancelScope(shield=True):
                         await pool.stop_calls(float(settings["daemon.stopGrace"]))
+                        # A restart: the hosts' answers are written and they go back
+                        # to their shims, before the channel goes.
+                        await hand_backs.wait(_HAND_BACK)
                     channels.cancel_scope.cancel()
                     running.cancel_scope.cancel()
                     # Here rather than after serving: uvicorn re-raises the stop signal
@@ -327,6 +335,12 @@ def serve(
     os.chmod(paths.info, 0o600)
     grace = float(settings["daemon.stopGrace"])
 
+    def hand_back() -> None:
+        # `mcpx restart` said so before the signal: hosts go back to their shims.
+        if paths.restarting.exists():
+            paths.restarting.unlink(missing_ok=True)
+            hand_backs.begin()
+
     def end_calls() -> None:
         # Calls in flight get the grace to finish, then an error: answered, not dropped.
         if holder:
@@ -345,6 +359,7 @@ def serve(
     try:
         on_stop = [
             lambda: stopping.append(True),
+            hand_back,
             end_calls,
             audience.close,
             mcp.close,
@@ -369,6 +384,10 @@ class _Server(uvicorn.Server):
         for stop in self._on_stop:
             stop()
         await super().shutdown(sockets)
+
+
+# How long a restart waits for the hosts to be given back, after the calls' grace.
+_HAND_BACK: Final = 5.0
 
 
 def _remove(paths: DaemonPaths) -> None:

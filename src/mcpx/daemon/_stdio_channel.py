@@ -62,10 +62,11 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpx import wire
 from mcpx.ops import OpContext
-from mcpx.server import Conn, Questions, dispatch, release_all
+from mcpx.server import Conn, Questions, dispatch, release_all, subscribe
 from mcpx.transport import PipeReceiveStream, PipeSendStream, can_write_descriptors
 from mcpx.wire import Kind, McpError
 
+from ._hand_back import HandBacks, conn_state, restore_conn, resume_line
 from ._running import Running
 from ._workers import Workers
 
@@ -88,28 +89,31 @@ _CHUNK: Final = 64 * 1024
 async def serve_stdio_channel(
     path: Path,
     ctx: Callable[[], OpContext],
+    hand_backs: HandBacks | None = None,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen on ``path`` and serve every connection until cancelled.
+    """Listen on ``path`` and serve every connection until cancelled. Hand-offs join
+    ``hand_backs``, which gives their pipes back when the daemon restarts.
 
     The socket is created 0600 inside the 0700 state dir, so only this user can connect.
     """
+    backs = hand_backs or HandBacks()
     listener = await anyio.create_unix_listener(path, mode=0o600)
     task_status.started()
     async with listener:
-        await listener.serve(lambda stream: _accept(stream, ctx()))
+        await listener.serve(lambda stream: _accept(stream, ctx(), backs))
 
 
-async def _accept(stream: SocketStream, ctx: OpContext) -> None:
+async def _accept(stream: SocketStream, ctx: OpContext, hand_backs: HandBacks) -> None:
     # A failure in one host's connection ends that connection, never the daemon.
     try:
-        await _connection(stream, ctx)
+        await _connection(stream, ctx, hand_backs)
     except Exception:
         log.exception("a stdio connection failed; it is closed")
 
 
-async def _connection(stream: SocketStream, ctx: OpContext) -> None:
+async def _connection(stream: SocketStream, ctx: OpContext, hand_backs: HandBacks) -> None:
     """One connection: a hand-off of the host's pipes, or a relay of its lines."""
     identity = _peer(stream)
     async with stream:
@@ -129,7 +133,7 @@ async def _connection(stream: SocketStream, ctx: OpContext) -> None:
             os.set_inheritable(fd, False)
         if first.startswith(HANDOFF) and fds:
             options, _ = _options(first[len(HANDOFF) :])
-            await _handed_off(stream, fds, identity, ctx, options)
+            await _handed_off(stream, fds, identity, ctx, hand_backs, options)
             return
         for fd in fds:  # descriptors nobody asked for
             os.close(fd)
@@ -157,9 +161,11 @@ async def _handed_off(
     fds: list[int],
     identity: str,
     ctx: OpContext,
+    hand_backs: HandBacks,
     options: dict[str, Any] | None = None,
 ) -> None:
-    """Serve the host on its own pipes while ``mcpx serve`` waits on ``stream``."""
+    """Serve the host on its own pipes while ``mcpx serve`` waits on ``stream``; when
+    the daemon restarts, give them back to it with what the next daemon needs."""
     refusal = _refusal(fds)
     if refusal is not None:
         for fd in fds:
@@ -182,12 +188,21 @@ async def _handed_off(
             return
         channel = _Channel(identity, ctx, receive, send, mode="hand-off")
         channel.configure(options or {})
-        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await stream.send(b"OK\n")
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_watch_shim, stream, channel.stop_reading)
-                await channel.run()
-                tg.cancel_scope.cancel()
+        hand_backs.join(channel)
+        try:
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await stream.send(b"OK\n")
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_watch_shim, stream, channel.stop_reading)
+                    await channel.run()
+                    tg.cancel_scope.cancel()
+                if channel.handing_back:
+                    unread = channel.unread() + receive.take_unread()
+                    state = {**conn_state(channel.conn, unread), "daemon": os.getpid()}
+                    await stream.send(resume_line(state))
+                    log.info("stdio host given back for the restart: %s", identity)
+        finally:
+            hand_backs.leave(channel)
     finally:
         # Before the connection closes: the shim's exit then means the host's pipes are
         # no longer written by anyone. No checkpoint: this runs when cancelled, too.
@@ -257,8 +272,13 @@ class _Channel:
         # may go straight to a pipe (no trip through the writer), still in order.
         self._unwritten = 0
         self._write_now = send.send_nowait if isinstance(send, PipeSendStream) else None
-        # Reading the host's lines; cancelled when the shim of a hand-off is gone.
+        # Reading the host's lines; cancelled when the shim of a hand-off is gone, or
+        # when the daemon restarts and gives the host back (``handing_back``).
         self._reading = anyio.CancelScope()
+        self.handing_back = False
+        self._reader: BufferedByteReceiveStream | None = None
+        # Resumed from a daemon that restarted: the URIs its host had subscribed to.
+        self._resubscribe: list[str] = []
         # Requests being answered, by id: notifications/cancelled cancels one.
         self._running = Running()
         # The listen streams open (subscriptions/listen): they end at the host's EOF.
@@ -297,7 +317,18 @@ class _Channel:
         return await self._questions.ask(send, method, params, timeout)
 
     def configure(self, options: dict[str, Any]) -> None:
-        """This host's own settings, sent by ``mcpx serve`` (its ``--passthrough``)."""
+        """This host's own settings, sent by ``mcpx serve`` (its ``--passthrough``), and
+        its session's state when it comes back from a daemon that restarted."""
+        resume = options.get("resume")
+        if isinstance(resume, dict):
+            try:
+                self._resubscribe, unread = restore_conn(self.conn, resume)
+            except (ValueError, TypeError) as exc:
+                log.warning("stdio resume state unreadable (%s); served afresh", exc)
+            else:
+                log.info("stdio host resumed (%s): %s", self.conn.revision, self.identity)
+                if unread:
+                    self.receive = _Prefixed(unread, self.receive)
         through = options.get("passthrough")
         if isinstance(through, list):
             known = [str(s) for s in through if s in self.ctx.pool.servers]
@@ -309,6 +340,16 @@ class _Channel:
     def stop_reading(self) -> None:
         """Read no more lines; what is in flight drains as at EOF."""
         self._reading.cancel()
+
+    def hand_back(self) -> None:
+        """The daemon restarts: read no more, answer what was read, then the host goes
+        back to its shim (``_handed_off``)."""
+        self.handing_back = True
+        self._reading.cancel()
+
+    def unread(self) -> bytes:
+        """What was read from the host and not served (reading has stopped)."""
+        return self._reader.buffer if self._reader is not None else b""
 
     async def _writer(self, receive: MemoryObjectReceiveStream[bytes]) -> None:
         async with receive:
@@ -342,7 +383,9 @@ class _Channel:
             self._unwritten += 1
 
     async def _serve_lines(self) -> None:
-        reader = BufferedByteReceiveStream(self.receive)
+        reader = self._reader = BufferedByteReceiveStream(self.receive)
+        for uri in self._resubscribe:  # the restarted daemon's host's subscriptions
+            await subscribe(self.ctx, self.conn, uri, self.conn.revision or "")
         drain = float(self.ctx.settings["transport.stdioDrain"])
         async with anyio.create_task_group() as requests:
             workers = Workers(requests)
@@ -352,7 +395,9 @@ class _Channel:
                     while more:
                         line, more = await _read_line(reader)
                         if line.strip():
-                            await self._frame(line, workers)
+                            # A line read is served, whatever stops the reading now.
+                            with anyio.CancelScope(shield=True):
+                                await self._frame(line, workers)
             finally:
                 workers.close()  # the tasks waiting for work end; the busy ones go on
             # EOF: a listen stream only ever streams to a live host, so it ends now; what

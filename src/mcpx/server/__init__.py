@@ -22,7 +22,7 @@ from ._modern import NAME_SOURCES, check_headers, check_meta
 from ._origin import origin_allowed
 from ._passthrough import tool_schema
 from ._revision import check_removed, judge, negotiate_initialize
-from ._subscriptions import release_all
+from ._subscriptions import release_all, subscribe
 from ._surface import upstream_uri
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "negotiate_initialize",
     "origin_allowed",
     "release_all",
+    "subscribe",
     "tool_schema",
     "upstream_uri",
 ]

@@ -111,6 +111,17 @@ class PipeReceiveStream(ByteReceiveStream):
             self._transport.resume_reading()
         return data
 
+    def take_unread(self) -> bytes:
+        """Stop reading the descriptor, for good; what was read and not yet received.
+        (The daemon gives the pipe back: these bytes travel with it.)"""
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.pause_reading()
+            self._paused = True
+        data = b"".join(self._chunks)
+        self._chunks.clear()
+        self._size = 0
+        return data
+
     def _fed(self, data: bytes) -> None:
         self._chunks.append(data)
         self._size += len(data)

@@ -1,0 +1,150 @@
+"""``mcpx restart`` keeps the hosts on ``mcpx serve``: their pipes go back to the shim and
+on to the next daemon, with what they had negotiated.
+
+A real daemon with the bundled demo server, a raw JSON-lines host spawning the real
+``mcpx serve``, and the real ``mcpx restart``. Every frame either daemon sends is checked
+against the host's revision when the test ends (``running_daemon``; both daemons trace to
+the same file).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from support.daemon import Daemon, running_daemon
+from support.peers import StdioPeer, stdio_peer
+
+DEMO = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
+REVISION = "2025-11-25"
+
+
+def _echo(rid: int, text: str) -> dict[str, Any]:
+    arguments = {"server": "demo", "tool": "echo", "arguments": {"text": text}}
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": "mcpx_call", "arguments": arguments},
+    }
+
+
+def _text(host: StdioPeer, rid: int) -> str:
+    reply = host.response(rid, timeout=90)
+    assert "result" in reply, reply
+    return str(reply["result"]["content"][0]["text"])
+
+
+def _wait_in_flight(daemon: Daemon) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with daemon.http() as api:
+            servers = api.get("/v1/servers").json()["servers"]
+        if any(i.get("inFlight") for s in servers for i in s["instances"]):
+            return
+        time.sleep(0.02)
+    raise AssertionError("the slow call never reached the upstream")
+
+
+def test_a_restart_keeps_a_serve_host_connected_in_its_revision(tmp_path: Path) -> None:
+    with running_daemon(tmp_path, {"demo": DEMO}) as daemon:
+        try:
+            serve = [sys.executable, "-m", "mcpx", "serve"]
+            with stdio_peer(serve, env=daemon.env()) as host:
+                host.initialize(REVISION)
+                host.send(_echo(2, "before"))
+                assert _text(host, 2) == "before"
+                restart = subprocess.Popen(
+                    [sys.executable, "-m", "mcpx", "restart"],
+                    cwd=daemon.home,
+                    env=daemon.env(),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                # Sent as the restart begins: read by one daemon or the other, answered
+                # once, and not refused.
+                host.send(_echo(3, "during"))
+                out, err = restart.communicate(timeout=120)
+                assert restart.returncode == 0, err
+                assert _text(host, 3) == "during"
+                host.send(_echo(4, "after"))
+                assert _text(host, 4) == "after"
+                host.send({"jsonrpc": "2.0", "id": 5, "method": "ping"})
+                assert host.response(5, timeout=30)["result"] == {}
+                assert host.proc.poll() is None  # the shim: never ended, never re-spawned
+                now = json.loads((daemon.state / "daemon.json").read_text())
+                assert now["pid"] != daemon.info["pid"], out
+                log = [line["msg"] for line in daemon.log_lines()]
+                assert any("given back for the restart" in m for m in log), log[-20:]
+                assert any(f"stdio host resumed ({REVISION})" in m for m in log), log[-20:]
+            # The next daemon answered in the revision negotiated with the first one: no
+            # handshake came to it, and a host that declared nothing would be 2024-11-05.
+            answers = [f for f in daemon.sent_frames() if f["frame"].get("id") in (4, 5)]
+            assert answers and {f["rev"] for f in answers} == {REVISION}, answers
+        finally:
+            stopped = daemon.cli("stop")  # the daemon `mcpx restart` started, by its pid
+            assert stopped.returncode == 0, stopped.stderr
+
+
+def test_a_plain_stop_still_ends_the_host(tmp_path: Path) -> None:
+    with running_daemon(tmp_path, {"demo": DEMO}) as daemon:
+        serve = [sys.executable, "-m", "mcpx", "serve"]
+        with stdio_peer(serve, env=daemon.env()) as host:
+            host.initialize(REVISION)
+            assert daemon.cli("stop").returncode == 0
+            assert host.wait(timeout=60) == 0  # the shim ended with the daemon
+        assert not (daemon.state / "daemon.json").exists()
+
+
+def test_what_the_host_writes_while_nobody_reads_it_goes_to_the_next_daemon(
+    tmp_path: Path,
+) -> None:
+    # A slow call keeps the old daemon stopping for a while; it has stopped reading the
+    # host (the restart marker is gone when it begins), so a request written then waits
+    # in the host's pipe, and the next daemon answers it. The slow call is answered whole
+    # by the old one, within daemon.stopGrace.
+    with running_daemon(tmp_path, {"demo": DEMO}, {"daemon.stopGrace": "10s"}) as daemon:
+        try:
+            serve = [sys.executable, "-m", "mcpx", "serve"]
+            with stdio_peer(serve, env=daemon.env()) as host:
+                host.initialize(REVISION)
+                slow = {"server": "demo", "tool": "slow", "arguments": {"seconds": 2}}
+                host.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 2,
+                        "method": "tools/call",
+                        "params": {"name": "mcpx_call", "arguments": slow},
+                    }
+                )
+                _wait_in_flight(daemon)
+                restart = subprocess.Popen(
+                    [sys.executable, "-m", "mcpx", "restart"],
+                    cwd=daemon.home,
+                    env=daemon.env(),
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                marker = daemon.state / "restarting"
+                deadline = time.monotonic() + 30
+                while not marker.exists() and time.monotonic() < deadline:
+                    time.sleep(0.01)  # made by `mcpx restart`...
+                while marker.exists() and time.monotonic() < deadline:
+                    time.sleep(0.01)  # ...and taken by the daemon as it stops reading
+                host.send(_echo(3, "waited in the pipe"))
+                assert _text(host, 2).startswith("slept 2 s"), "the old daemon's answer"
+                # Read by the old daemon, it would be refused (it takes no new calls once
+                # stopping): this answer is the next daemon's.
+                assert _text(host, 3) == "waited in the pipe"
+                _, err = restart.communicate(timeout=120)
+                assert restart.returncode == 0, err
+            old = [f for f in daemon.sent_frames() if f["frame"].get("id") == 3]
+            assert len(old) == 1, old  # answered once
+        finally:
+            assert daemon.cli("stop").returncode == 0
