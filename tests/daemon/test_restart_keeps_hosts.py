@@ -148,3 +148,53 @@ def test_what_the_host_writes_while_nobody_reads_it_goes_to_the_next_daemon(
             assert len(old) == 1, old  # answered once
         finally:
             assert daemon.cli("stop").returncode == 0
+
+
+MODERN = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def test_a_modern_hosts_listen_ends_gracefully_and_it_goes_on_with_the_next_daemon(
+    tmp_path: Path,
+) -> None:
+    # A 2026-07-28 host has no session to carry, but its listen stream is a request in
+    # flight: at the restart it is answered (a graceful end, as at any stop), so the host
+    # knows to listen again, and does so on the next daemon through the same pipes.
+    with running_daemon(tmp_path, {"demo": DEMO}) as daemon:
+        try:
+            serve = [sys.executable, "-m", "mcpx", "serve"]
+            with stdio_peer(serve, env=daemon.env()) as host:
+                listen = {"notifications": {"resourcesListChanged": True}, "_meta": META}
+                host.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": "l1",
+                        "method": "subscriptions/listen",
+                        "params": listen,
+                    }
+                )
+                acked = host.recv(30)
+                assert acked["method"] == "notifications/subscriptions/acknowledged", acked
+                restarted = daemon.cli("restart")
+                assert restarted.returncode == 0, restarted.stderr
+                ended = host.response("l1", timeout=60)
+                assert ended["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "l1"
+                host.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": "l2",
+                        "method": "subscriptions/listen",
+                        "params": listen,
+                    }
+                )
+                again = host.recv(30)
+                assert again["method"] == "notifications/subscriptions/acknowledged", again
+                call = _echo(7, "modern after")
+                call["params"]["_meta"] = META
+                host.send(call)
+                assert _text(host, 7) == "modern after"
+        finally:
+            assert daemon.cli("stop").returncode == 0

@@ -401,9 +401,12 @@ class _Channel:
             finally:
                 workers.close()  # the tasks waiting for work end; the busy ones go on
             # EOF: a listen stream only ever streams to a live host, so it ends now; what
-            # else is in flight gets the drain period to answer, then is cancelled.
-            for listen in self._listens:
-                listen.cancel()
+            # else is in flight gets the drain period to answer, then is cancelled. Given
+            # back at a restart, the host is alive: its listens end gracefully, answered
+            # (the daemon's stop ends every listen), and it opens new ones on the next.
+            if not self.handing_back:
+                for listen in self._listens:
+                    listen.cancel()
             requests.cancel_scope.deadline = anyio.current_time() + drain
 
     async def _frame(self, line: bytes, requests: Workers) -> None:
