@@ -157,6 +157,14 @@ META = {
 }
 
 
+def _listen(host: StdioPeer, rid: str) -> None:
+    """Open a listen stream for resource list changes; its acknowledgement came."""
+    params = {"notifications": {"resourcesListChanged": True}, "_meta": META}
+    host.send({"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params})
+    acked = host.recv(30)
+    assert acked["method"] == "notifications/subscriptions/acknowledged", acked
+
+
 def test_a_modern_hosts_listen_ends_gracefully_and_it_goes_on_with_the_next_daemon(
     tmp_path: Path,
 ) -> None:
@@ -167,31 +175,12 @@ def test_a_modern_hosts_listen_ends_gracefully_and_it_goes_on_with_the_next_daem
         try:
             serve = [sys.executable, "-m", "mcpx", "serve"]
             with stdio_peer(serve, env=daemon.env()) as host:
-                listen = {"notifications": {"resourcesListChanged": True}, "_meta": META}
-                host.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": "l1",
-                        "method": "subscriptions/listen",
-                        "params": listen,
-                    }
-                )
-                acked = host.recv(30)
-                assert acked["method"] == "notifications/subscriptions/acknowledged", acked
+                _listen(host, "l1")
                 restarted = daemon.cli("restart")
                 assert restarted.returncode == 0, restarted.stderr
                 ended = host.response("l1", timeout=60)
                 assert ended["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "l1"
-                host.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": "l2",
-                        "method": "subscriptions/listen",
-                        "params": listen,
-                    }
-                )
-                again = host.recv(30)
-                assert again["method"] == "notifications/subscriptions/acknowledged", again
+                _listen(host, "l2")
                 call = _echo(7, "modern after")
                 call["params"]["_meta"] = META
                 host.send(call)
