@@ -39,6 +39,18 @@ def _text(host: StdioPeer, rid: int) -> str:
     return str(reply["result"]["content"][0]["text"])
 
 
+def _restart(daemon: Daemon) -> subprocess.Popen[str]:
+    """``mcpx restart``, running (in the background: the test acts meanwhile)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcpx", "restart"],
+        cwd=daemon.home,
+        env=daemon.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def _wait_in_flight(daemon: Daemon) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -58,14 +70,7 @@ def test_a_restart_keeps_a_serve_host_connected_in_its_revision(tmp_path: Path) 
                 host.initialize(REVISION)
                 host.send(_echo(2, "before"))
                 assert _text(host, 2) == "before"
-                restart = subprocess.Popen(
-                    [sys.executable, "-m", "mcpx", "restart"],
-                    cwd=daemon.home,
-                    env=daemon.env(),
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
+                restart = _restart(daemon)
                 # Sent as the restart begins: read by one daemon or the other, answered
                 # once, and not refused.
                 host.send(_echo(3, "during"))
@@ -123,14 +128,7 @@ def test_what_the_host_writes_while_nobody_reads_it_goes_to_the_next_daemon(
                     }
                 )
                 _wait_in_flight(daemon)
-                restart = subprocess.Popen(
-                    [sys.executable, "-m", "mcpx", "restart"],
-                    cwd=daemon.home,
-                    env=daemon.env(),
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
+                restart = _restart(daemon)
                 marker = daemon.state / "restarting"
                 deadline = time.monotonic() + 30
                 while not marker.exists() and time.monotonic() < deadline:
