@@ -30,7 +30,8 @@ Invariants:
 - At EOF, requests in flight get ``transport.stdioDrain`` to answer; then the connection
   closes. Listen streams (``subscriptions/listen``) end at EOF, unanswered: they only
   ever stream to a live host, and would otherwise hold the session for the drain.
-  When the daemon stops, every connection ends with the channel.
+  When the daemon stops, every connection ends with the channel; when it restarts, a
+  hand-off's pipes go back to its shim with the session's state (``_hand_back``).
 """
 
 from __future__ import annotations
@@ -348,8 +349,10 @@ class _Channel:
         self._reading.cancel()
 
     def unread(self) -> bytes:
-        """What was read from the host and not served (reading has stopped)."""
-        return self._reader.buffer if self._reader is not None else b""
+        """What was read from the host and not served (reading has stopped): the line
+        reader's buffer, then what a resumed session had not reached yet."""
+        read = self._reader.buffer if self._reader is not None else b""
+        return read + (self.receive.pending if isinstance(self.receive, _Prefixed) else b"")
 
     async def _writer(self, receive: MemoryObjectReceiveStream[bytes]) -> None:
         async with receive:
@@ -502,6 +505,11 @@ class _Prefixed(ByteReceiveStream):
             await anyio.lowlevel.cancel_shielded_checkpoint()
             return chunk
         return await self._stream.receive(max_bytes)
+
+    @property
+    def pending(self) -> bytes:
+        """The bytes given first that were not received yet."""
+        return self._first
 
     async def aclose(self) -> None:
         await self._stream.aclose()
