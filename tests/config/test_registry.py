@@ -286,6 +286,7 @@ def test_exported_names_are_pinned() -> None:
             "flag_name",
             "load_config_file",
             "locate_config_file",
+            "open_state_db",
             "parse_config_text",
             "resolve",
             "setting",
