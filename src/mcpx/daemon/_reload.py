@@ -20,19 +20,25 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from mcpx.config import ConfigError, ServerConfig, load_config_file
 
-__all__ = ["ConfigFollower"]
+if TYPE_CHECKING:
+    from mcpx.ops import Catalogue
+    from mcpx.pool import Pool
+    from mcpx.server import Audience
+
+__all__ = ["ConfigFollower", "applying"]
 
 log = logging.getLogger("mcpx.daemon")
 
-_LISTS = ("notifications/tools/list_changed", "notifications/resources/list_changed")
+_TOOLS_CHANGED = "notifications/tools/list_changed"
+_RESOURCES_CHANGED = "notifications/resources/list_changed"
 
 
 class ConfigFollower:
@@ -130,7 +136,23 @@ class ConfigFollower:
             return {}
 
 
-def list_changes(changes: Mapping[str, list[str]]) -> list[tuple[str, str]]:
-    """(server, notification) for each list a host may have to list again."""
-    touched = [*changes.get("added", []), *changes.get("removed", []), *changes.get("changed", [])]
-    return [(server, method) for server in touched for method in _LISTS]
+def applying(
+    pool: Pool, catalogue: Catalogue, audience: Audience, passthrough: Iterable[str]
+) -> Callable[[Mapping[str, ServerConfig]], dict[str, list[str]]]:
+    """The follower's ``apply``: the pool's, then what that makes stale. Hosts hear of
+    the resource list once (every server's resources are in it); of a tool list, where
+    the server is passed through to them."""
+    through = tuple(passthrough)
+
+    def apply(servers: Mapping[str, ServerConfig]) -> dict[str, list[str]]:
+        changes = pool.apply(servers)
+        for name in (*changes["removed"], *changes["changed"]):
+            catalogue.invalidate(name)
+        touched = [*changes["added"], *changes["removed"], *changes["changed"]]
+        if touched:
+            audience.upstream_notified(touched[0], _RESOURCES_CHANGED, through)
+        for server in touched:
+            audience.upstream_notified(server, _TOOLS_CHANGED, through)
+        return changes
+
+    return apply

@@ -37,7 +37,7 @@ from mcpx.events import EventBus, publish_notification
 from mcpx.ops import Catalogue, OpContext, Relay
 from mcpx.ops._task_records import TaskRecords
 from mcpx.ops._tasks import Tasks
-from mcpx.pool import Pool, open_pool
+from mcpx.pool import open_pool
 from mcpx.questions import Broker, NativeFirst, Question, StateSigner, Throttle
 from mcpx.server import Audience
 
@@ -47,7 +47,7 @@ from ._later import Later
 from ._mcp import McpEndpoint
 from ._one_send import OneSendProtocol
 from ._paths import DaemonPaths, demo_server
-from ._reload import ConfigFollower, list_changes
+from ._reload import ConfigFollower, applying
 from ._stdio_channel import serve_stdio_channel
 
 __all__ = ["serve"]
@@ -199,22 +199,6 @@ def _frame_trace(
     return trace
 
 
-def _applying(
-    pool: Pool, catalogue: Catalogue, audience: Audience, settings: Settings
-) -> Callable[[Mapping[str, ServerConfig]], dict[str, list[str]]]:
-    """The config follower's ``apply``: the pool's, then what it makes stale."""
-
-    def apply(servers: Mapping[str, ServerConfig]) -> dict[str, list[str]]:
-        changes = pool.apply(servers)
-        for name in (*changes["removed"], *changes["changed"]):
-            catalogue.invalidate(name)
-        for server, method in list_changes(changes):
-            audience.upstream_notified(server, method, settings["mcp.passthrough"])
-        return changes
-
-    return apply
-
-
 def serve(
     settings: Settings,
     servers: Mapping[str, ServerConfig],
@@ -280,7 +264,7 @@ def serve(
                     config_file,
                     default,
                     tuple(settings["mcp.passthrough"]),
-                    _applying(pool, catalogue, audience, settings),
+                    applying(pool, catalogue, audience, settings["mcp.passthrough"]),
                     lambda kind, data: events.publish(kind, data),
                 )
                 running.start_soon(follower.follow, float(settings["daemon.configPoll"]))
