@@ -1,9 +1,9 @@
 """``mcpx elicit``: the questions upstream servers asked that no present host could answer.
 
 The daemon's broker keeps them (``/v1/questions``); ``list``, ``show``, ``answer``,
-``decline`` and ``cancel`` live here with how questions are shown and settled;
-answers are built in ``_answer_fields``, ``watch`` follows the questions as they
-come in ``_elicit_watch``.
+``decline`` and ``cancel`` live here; questions are shown by ``_question_view`` and
+settled by ``_question_settle``, answers are built in ``_answer_fields``, and ``watch``
+follows the questions as they come in ``_elicit_watch``.
 
 Invariants:
 
@@ -21,303 +21,27 @@ Invariants:
 
 from __future__ import annotations
 
-import json
-import shlex
 import sys
-import time
 from collections.abc import Callable
-from typing import Any, Final, Literal, NoReturn
+from typing import Any, Final
 
 import click
 
 from ._answer_fields import (
     ELICIT,
-    ROOTS,
-    SAMPLE,
     Refused,
     given_content,
     is_url_elicitation,
     prompted_content,
     requested_fields,
-    sampling_reply,
-    url_site,
 )
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
-from ._http import Reply
-from ._ops import _show
+from ._question_settle import daemon_get, say_refused, settle_or_fail
+from ._question_view import aligned_columns, brief, show_question, summary, time_left
+from ._views import show_response
 
-__all__ = [
-    "brief",
-    "clock",
-    "daemon_get",
-    "elicit_group",
-    "fail",
-    "settle",
-    "summary",
-    "time_left",
-]
-
-Settled = Literal["settled", "refused", "failed"]
-
-_SUMMARY: Final = 100  # characters of a question's text on its one line
-_REFUSED_PREFIX: Final = "the answer does not match what was asked: "
-
-
-# -- showing -------------------------------------------------------------------------
-
-
-def summary(question: dict[str, Any]) -> str:
-    """What is asked, in one line."""
-    params = question.get("params") or {}
-    method = question.get("method")
-    if method == ELICIT:
-        text = str(params.get("message", ""))
-        if is_url_elicitation(question):
-            text += f" <{params.get('url', '')}>"
-    elif method == SAMPLE:
-        messages = params.get("messages") or []
-        last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
-        text = _texts(last.get("content"))
-    elif method == ROOTS:
-        text = "the host's roots (a list of URIs)"
-    else:
-        text = json.dumps(params, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= _SUMMARY else text[: _SUMMARY - 1] + "…"
-
-
-def _texts(content: Any) -> str:
-    """The text of a message's content (one block or a list of them)."""
-    blocks = content if isinstance(content, list) else [content]
-    out = []
-    for block in blocks:
-        if isinstance(block, dict) and block.get("type") == "text":
-            out.append(str(block.get("text", "")))
-        elif isinstance(block, dict):
-            out.append(f"[{block.get('type', '?')}]")
-    return " ".join(out)
-
-
-def time_left(question: dict[str, Any]) -> str:
-    """How long until the question expires: ``45s``, ``2m 05s``, ``1h 03m``, ``due``."""
-    deadline = question.get("deadline")
-    if isinstance(deadline, int | float):
-        seconds = max(0.0, deadline - time.time())
-    else:
-        seconds = float(question.get("timeLeft") or 0)
-    whole = int(seconds)
-    if whole <= 0:
-        return "due"
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m {whole % 60:02d}s"
-    return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
-
-
-def clock(ts: Any) -> str:
-    """A timestamp (seconds since the epoch) as local ``HH:MM:SS``."""
-    return time.strftime("%H:%M:%S", time.localtime(float(ts or 0)))
-
-
-def _aligned_columns(rows: list[list[str]]) -> list[str]:
-    """Rows as lines, each column but the last padded to its widest cell."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    return [
-        "  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]) for r in rows
-    ]
-
-
-def _answer_commands(question: dict[str, Any]) -> list[str]:
-    qid = question["id"]
-    base = f"mcpx elicit answer {qid}"
-    method = question.get("method")
-    if method == SAMPLE:
-        example = sampling_reply("<reply>")
-        return [f"{base} text=<reply>", f"{base} --json {shlex.quote(json.dumps(example))}"]
-    if method != ELICIT:
-        return [f"{base} --json {shlex.quote(json.dumps({'roots': [{'uri': 'file:///…'}]}))}"]
-    if is_url_elicitation(question):
-        return [f"{base}    (once done at the URL)"]
-    fields = requested_fields(question)
-    if not fields:
-        return [f"{base}    (nothing to fill in)"]
-    pairs = [
-        f"{f.name}={f.placeholder()}" if f.required else f"[{f.name}={f.placeholder()}]"
-        for f in fields
-    ]
-    shown = [f for f in fields if f.required] or fields
-    filled = json.dumps({f.name: f.example() for f in shown}, ensure_ascii=False)
-    return [
-        f"{base} {' '.join(pairs)}",
-        f"{base} --json {shlex.quote(filled)}",
-        f"{base}    (on a terminal: asks for each field)",
-    ]
-
-
-def _show_fields(question: dict[str, Any]) -> None:
-    fields = requested_fields(question)
-    if not fields:
-        return
-    click.echo("\nFields:")
-    width = max(len(f.name) for f in fields)
-    for f in fields:
-        click.echo(f"  {f.name.ljust(width)}  {f.describe()}")
-        pad = " " * (width + 4)
-        for label, value in (("title", f.title), ("description", f.description)):
-            if value:
-                click.echo(f"{pad}{label}: {value}")
-        choices = f.choices()
-        if choices:
-            named = [str(v) if t in (None, str(v)) else f"{v} ({t})" for v, t in choices]
-            click.echo(f"{pad}choices: {', '.join(named)}")
-        if f.default is not None:
-            click.echo(f"{pad}default: {json.dumps(f.default, ensure_ascii=False)}")
-
-
-def _show_sampling(params: dict[str, Any]) -> None:
-    click.echo("\nMessages:")
-    for message in params.get("messages") or []:
-        if isinstance(message, dict):
-            click.echo(f"  {message.get('role', '?')}: {_texts(message.get('content'))}")
-    if params.get("systemPrompt"):
-        click.echo(f"  system prompt: {params['systemPrompt']}")
-    if params.get("maxTokens") is not None:
-        click.echo(f"  max tokens: {params['maxTokens']}")
-    hints = (params.get("modelPreferences") or {}).get("hints") or []
-    names = [str(h.get("name")) for h in hints if isinstance(h, dict) and h.get("name")]
-    if names:
-        click.echo(f"  model hints: {', '.join(names)}")
-
-
-def _show_question(question: dict[str, Any]) -> None:
-    """A question in full: who asked what, its fields, and how to settle it."""
-    qid, state = question["id"], question.get("state")
-    params = question.get("params") or {}
-    status = f"pending, {time_left(question)} left" if state == "pending" else state
-    click.echo(f"Question {qid}  ({status})")
-    rows = [
-        ("server", question.get("server")),
-        ("method", question.get("method")),
-        ("for", question.get("identity")),
-        ("routing", question.get("routing")),
-        ("asked", clock(question.get("created"))),
-    ]
-    if question.get("method") == ELICIT:
-        rows.append(("message", params.get("message")))
-        if is_url_elicitation(question):
-            rows.append(("url", params.get("url")))
-            rows.append(("site", url_site(params.get("url"))))
-    for name, value in rows:
-        if value is not None:
-            click.echo(f"  {name + ':':<9} {value}")
-    if question.get("method") == SAMPLE:
-        _show_sampling(params)
-    else:
-        _show_fields(question)
-    if state != "pending":
-        click.echo(f"\nOutcome: {json.dumps(question.get('result'), ensure_ascii=False)}")
-        return
-    click.echo("\nTo answer:")
-    for line in _answer_commands(question):
-        click.echo(f"  {line}")
-    click.echo("Or:")
-    click.echo(f"  mcpx elicit decline {qid}")
-    click.echo(f"  mcpx elicit cancel {qid}     (dismiss without choosing)")
-
-
-def brief(question: dict[str, Any]) -> None:
-    """A question before its prompts: who asks, what, how long is left."""
-    click.echo(
-        f"{question.get('server')} asks ({question.get('method')}, "
-        f"{time_left(question)} left, id {question['id']}):"
-    )
-    params = question.get("params") or {}
-    if question.get("method") == SAMPLE:
-        _show_sampling(params)
-    elif question.get("method") == ELICIT:
-        click.echo(f"  {params.get('message', '')}")
-    else:
-        click.echo(f"  {summary(question)}")
-
-
-# -- talking to the daemon -----------------------------------------------------------
-
-
-def _daemon_error(reply: Reply) -> tuple[str, str, dict[str, Any]]:
-    """The code, message and whole body of the daemon's error (its text if not JSON)."""
-    try:
-        error = reply.json()["error"]
-        return str(error.get("code", "")), str(error["message"]), error
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return "", reply.text.strip() or f"HTTP {reply.status_code}", {}
-
-
-def fail(reply: Reply) -> NoReturn:
-    """The daemon's error on stderr; status 1, whatever the HTTP status was."""
-    click.echo(f"mcpx: {_daemon_error(reply)[1]}", err=True)
-    raise SystemExit(1)
-
-
-def daemon_get(client: DaemonClient, path: str) -> Any:
-    """The daemon's JSON for ``GET path``; on an error, ``fail``."""
-    reply = client.call("GET", path)
-    if reply.status_code >= 400:
-        fail(reply)
-    return reply.json()
-
-
-def settle(client: DaemonClient, qid: str, how: str, content: Any = None) -> Settled:
-    """Answer (with ``content``), decline or cancel ``qid``; the outcome said on a line.
-
-    "refused": the daemon refused the answer, the question stays open; "failed": the
-    daemon's error (a closed or unknown question, say) is on stderr.
-    """
-    body = {"content": content} if how == "answer" else None
-    reply = client.call("POST", f"/v1/questions/{qid}/{how}", json_body=body)
-    if reply.status_code == 400 and _daemon_error(reply)[0] == "invalid_answer":
-        _say_refused(_refusal(reply), qid)
-        return "refused"
-    if reply.status_code >= 400:
-        click.echo(f"mcpx: {_daemon_error(reply)[1]}", err=True)
-        return "failed"
-    click.echo(_settled_line(reply.json(), how))
-    return "settled"
-
-
-def _settled_line(done: dict[str, Any], how: str) -> str:
-    what = {"answer": "answered", "decline": "declined", "cancel": "cancelled"}[how]
-    line = f"{what} {done.get('id')} ({done.get('server')})"
-    if how == "answer":
-        line += ": " + json.dumps(done.get("result"), ensure_ascii=False)
-    return line
-
-
-def _refusal(reply: Reply) -> Refused:
-    """A daemon's ``invalid_answer`` as the field it names and why."""
-    _, message, error = _daemon_error(reply)
-    why = message.removeprefix(_REFUSED_PREFIX)
-    details = error.get("details")
-    where = str((details if isinstance(details, dict) else {}).get("field") or "(answer)")
-    if why.startswith(f"{where}: "):
-        why = why[len(where) + 2 :]
-    named = why.split("'")
-    if where == "(answer)" and why.endswith("is a required property") and len(named) >= 3:
-        # A missing property is an error of the whole answer: name the field itself.
-        where, why = named[1], "required, not given"
-    return Refused(where, why)
-
-
-def _settle_or_fail(client: DaemonClient, qid: str, how: str, content: Any = None) -> None:
-    """``settle`` for a command, which ends with status 1 unless it settled the question."""
-    if settle(client, qid, how, content) != "settled":
-        raise SystemExit(1)
-
-
-def _say_refused(refused: Refused, qid: str) -> None:
-    click.echo(f"mcpx: answer refused: field {refused.field!r}: {refused.why}", err=True)
-    click.echo(f"mcpx: question {qid} is still open (mcpx elicit show {qid})", err=True)
+__all__ = ["elicit_group"]
 
 
 # -- the commands --------------------------------------------------------------------
@@ -331,7 +55,7 @@ def list_command(as_json: bool, **params: Any) -> None:
     """The questions waiting for an answer, one line each."""
     doc = daemon_get(_client(params), "/v1/questions")
     if as_json:
-        _show("json", doc, as_json)
+        show_response("json", doc, as_json)
         return
     questions = doc.get("questions") or []
     if not questions:
@@ -342,7 +66,7 @@ def list_command(as_json: bool, **params: Any) -> None:
         [q["id"], str(q.get("server")), str(q.get("method")), time_left(q), summary(q)]
         for q in questions
     ]
-    for line in _aligned_columns(rows):
+    for line in aligned_columns(rows):
         click.echo(line)
 
 
@@ -350,9 +74,9 @@ def show_command(qid: str, as_json: bool, **params: Any) -> None:
     """One question in full, and the commands that answer it."""
     question = daemon_get(_client(params), f"/v1/questions/{qid}")
     if as_json:
-        _show("json", question, as_json)
+        show_response("json", question, as_json)
     else:
-        _show_question(question)
+        show_question(question)
 
 
 def answer_command(qid: str, pairs: tuple[str, ...], raw_json: str | None, **params: Any) -> None:
@@ -377,7 +101,7 @@ def answer_command(qid: str, pairs: tuple[str, ...], raw_json: str | None, **par
     try:
         content = _content(question, pairs, raw_json)
     except Refused as refused:
-        _say_refused(refused, qid)
+        say_refused(refused, qid)
         raise SystemExit(1) from None
     except click.Abort:
         click.echo(f"\nmcpx: not answered; question {qid} is still open", err=True)
@@ -385,7 +109,7 @@ def answer_command(qid: str, pairs: tuple[str, ...], raw_json: str | None, **par
     if content is None:
         click.echo(f"mcpx: not answered; question {qid} is still open", err=True)
         raise SystemExit(1)
-    _settle_or_fail(client, qid, "answer", content)
+    settle_or_fail(client, qid, "answer", content)
 
 
 def _content(
@@ -413,12 +137,12 @@ def _content(
 
 def decline_command(qid: str, **params: Any) -> None:
     """Decline a question: the server hears no."""
-    _settle_or_fail(_client(params), qid, "decline")
+    settle_or_fail(_client(params), qid, "decline")
 
 
 def cancel_command(qid: str, **params: Any) -> None:
     """Dismiss a question without choosing."""
-    _settle_or_fail(_client(params), qid, "cancel")
+    settle_or_fail(_client(params), qid, "cancel")
 
 
 def watch_command(as_json: bool, count: int | None, **params: Any) -> None:
@@ -428,8 +152,7 @@ def watch_command(as_json: bool, count: int | None, **params: Any) -> None:
     otherwise (or with --json) one line per question asked or closed.
     Ctrl-C stops.
     """
-    # Imported here: the watcher uses this module's showing and settling (a cycle at
-    # import time), and no other command needs it.
+    # Imported here, not at the top: no other command needs it, and the CLI starts fast.
     from ._elicit_watch import watch
 
     watch(_client(params), as_json, count)

@@ -27,9 +27,10 @@ import click
 
 from ._answer_fields import prompted_content
 from ._daemon import DaemonClient
-from ._elicit import brief, clock, daemon_get, fail, settle, summary, time_left
-from ._events import _data_lines, stream_ends
+from ._events import data_lines, stream_ends
 from ._http import Reply
+from ._question_settle import daemon_get, fail, settle
+from ._question_view import brief, clock, summary, time_left
 
 __all__ = ["watch"]
 
@@ -76,7 +77,7 @@ class _Watcher:
             try:
                 self._pending()
                 click.echo("mcpx: watching for questions (Ctrl-C to stop)", err=True)
-                for data in _data_lines(response):
+                for data in data_lines(response):
                     self._event(data)
             except _Done:
                 return

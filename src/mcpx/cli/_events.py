@@ -26,7 +26,7 @@ import click
 from ._daemon import DaemonClient
 from ._http import Reply
 
-__all__ = ["follow", "render", "stream_ends"]
+__all__ = ["data_lines", "follow", "render", "stream_ends"]
 
 _WIDTH = 160
 
@@ -45,7 +45,7 @@ def follow(
         with client.http().stream("GET", path, params=params) as response:
             if response.status >= 400:
                 fail(Reply(response.status, response.read().decode("utf-8", "replace")))
-            for data in _data_lines(response):
+            for data in data_lines(response):
                 click.echo(data if as_json else render(json.loads(data)))
         click.echo("mcpx: the daemon ended the event stream", err=True)
 
@@ -68,7 +68,7 @@ def stream_ends(interrupted: Callable[[], None] = lambda: None) -> Iterator[None
         raise click.ClickException(f"lost the daemon's event stream: {exc!r}") from exc
 
 
-def _data_lines(stream: IO[bytes]) -> Iterator[str]:
+def data_lines(stream: IO[bytes]) -> Iterator[str]:
     """Each event's data (mcpx sends one data line per event); comments skipped."""
     data: list[str] = []
     for raw in stream:

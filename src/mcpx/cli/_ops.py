@@ -13,7 +13,6 @@ goes on as a task: ``mcpx task result ID`` collects it).
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import click
@@ -23,22 +22,10 @@ from mcpx.ops import OPERATIONS, Operation, Param
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
 from ._events import follow
-from ._http import Reply
 from ._relay import EX_TEMPFAIL, parked, relayed_call
+from ._views import fail_reply, show_response
 
 __all__ = ["op_commands"]
-
-_EXIT = {400: 2, 404: 4, 502: 5, 503: 5, 504: 5}
-
-
-def _fail(response: Reply) -> None:
-    try:
-        error = response.json()["error"]
-        message = error["message"]
-    except (ValueError, KeyError, TypeError):
-        message = response.text
-    click.echo(f"mcpx: {message}", err=True)
-    raise SystemExit(_EXIT.get(response.status_code, 1))
 
 
 def _parse_pairs(pairs: tuple[str, ...], schema: dict[str, Any]) -> dict[str, Any]:
@@ -110,21 +97,21 @@ def _command(op: Operation) -> click.Command:
                 args["timeout"] = loaded.settings["pool.callTimeout"]
         path, kw = _request(op, args)
         if op.stream is not None:
-            follow(client, path, kw.get("params") or {}, as_json=as_json, fail=_fail)
+            follow(client, path, kw.get("params") or {}, as_json=as_json, fail=fail_reply)
             return
         if op.relays:
             response = relayed_call(client, op.method, path, kw.get("json_body"))
         else:
             response = client.call(op.method, path, **kw)
         if response.status_code >= 400:
-            _fail(response)
+            fail_reply(response)
         if response.status_code == 202:  # stopped on a question; the call goes on
             doc = response.json()
             if as_json:
                 click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
             parked(doc)
             raise SystemExit(EX_TEMPFAIL)
-        _show(spec.view, response.json(), as_json)
+        show_response(spec.view, response.json(), as_json)
 
     command = click.command(spec.command, help=op.doc)(run)
     command = settings_options(command)
@@ -157,93 +144,6 @@ def _arguments(
         schema = response.json().get("inputSchema", {}) if response.status_code == 200 else {}
         arguments |= _parse_pairs(pairs, schema)
     return arguments
-
-
-def _table(columns: list[str], rows: list[list[str]]) -> None:
-    from rich.console import Console  # only when a table is shown: keeps start-up fast
-    from rich.table import Table
-
-    table = Table(*columns, box=None, header_style="bold")
-    for row in rows:
-        table.add_row(*row)
-    Console(soft_wrap=False).print(table)
-
-
-def _show(view: str, doc: Any, as_json: bool) -> None:
-    if as_json or (not sys.stdout.isatty() and view == "json"):
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
-        return
-    renderer = _VIEWS.get(view)
-    if renderer is None:
-        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
-    else:
-        renderer(doc)
-
-
-def _servers(doc: Any) -> None:
-    rows = []
-    for s in doc["servers"]:
-        inst = s["instances"][0] if s["instances"] else {}
-        where = s["url"] or " ".join(s["command"] or [])
-        rows.append(
-            [
-                s["name"],
-                s["transport"],
-                inst.get("state", "idle"),
-                str(inst.get("era") or (s["catalogue"] or {}).get("era") or "-"),
-                str(inst.get("revision") or (s["catalogue"] or {}).get("revision") or "-"),
-                str(inst.get("pid") or "-"),
-                where if len(where) <= 48 else "…" + where[-47:],
-            ]
-        )
-    _table(["SERVER", "TRANSPORT", "STATE", "ERA", "REVISION", "PID", "COMMAND / URL"], rows)
-
-
-def _tools(doc: Any) -> None:
-    rows = [
-        [t["server"], t["name"], (t.get("description") or "").split("\n")[0][:80]]
-        for t in doc["tools"]
-    ]
-    _table(["SERVER", "TOOL", "DESCRIPTION"], rows)
-    for server, error in (doc.get("errors") or {}).items():
-        click.echo(f"mcpx: {server}: {error}", err=True)
-
-
-def _prompts(doc: Any) -> None:
-    rows = [[p["server"], p["name"], (p.get("description") or "")[:80]] for p in doc["prompts"]]
-    _table(["SERVER", "PROMPT", "DESCRIPTION"], rows)
-
-
-def _resources(doc: Any) -> None:
-    rows = [
-        [r["server"], r["uri"], r.get("name", ""), r.get("mimeType", "")] for r in doc["resources"]
-    ]
-    _table(["SERVER", "URI", "NAME", "MIME TYPE"], rows)
-
-
-def _read(doc: Any) -> None:
-    for content in doc.get("contents") or []:
-        click.echo(content.get("text", f"<{len(content.get('blob', ''))} base64 bytes>"))
-
-
-def _call(doc: Any) -> None:
-    for block in doc.get("content") or []:
-        if block.get("type") == "text":
-            click.echo(block["text"])
-        else:
-            click.echo(json.dumps(block, ensure_ascii=False))
-    if doc.get("isError"):
-        raise SystemExit(1)
-
-
-_VIEWS = {
-    "servers": _servers,
-    "tools": _tools,
-    "prompts": _prompts,
-    "resources": _resources,
-    "read": _read,
-    "call": _call,
-}
 
 
 def op_commands() -> list[click.Command]:

@@ -14,8 +14,8 @@ import click
 
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
-from ._ops import _fail, _show
 from ._relay import EX_TEMPFAIL
+from ._views import fail_reply, show_response
 
 __all__ = ["task_group"]
 
@@ -35,13 +35,13 @@ def result(task_id: str, wait: float, as_json: bool, **params: object) -> None:
     client = DaemonClient(load_settings(params))
     response = client.call("GET", f"/v1/tasks/{task_id}/result", params={"wait": wait})
     if response.status_code >= 400:
-        _fail(response)
+        fail_reply(response)
     if response.status_code == 202:
         doc = response.json()
         click.echo(json.dumps(doc, indent=2) if as_json else f"task {task_id}: {doc['status']}")
         click.echo(f"mcpx: task {task_id} is still running; try again later", err=True)
         raise SystemExit(EX_TEMPFAIL)
-    _show("call", response.json(), as_json)
+    show_response("call", response.json(), as_json)
 
 
 @task_group.command("show")
@@ -52,5 +52,5 @@ def show(task_id: str, **params: object) -> None:
     client = DaemonClient(load_settings(params))
     response = client.call("GET", f"/v1/tasks/{task_id}")
     if response.status_code >= 400:
-        _fail(response)
+        fail_reply(response)
     click.echo(json.dumps(response.json(), indent=2, ensure_ascii=False))

@@ -1,0 +1,119 @@
+"""How the CLI shows the daemon's answers: a table per view for people, JSON for scripts.
+
+Invariants: ``--json`` (or stdout off a terminal, for the plain JSON views) prints the raw
+response; rich is imported only when a table is shown, so the CLI starts fast. An error
+reply ends the command with the status its HTTP status maps to (``_EXIT``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from ._http import Reply
+
+__all__ = ["fail_reply", "show_response"]
+
+_EXIT = {400: 2, 404: 4, 502: 5, 503: 5, 504: 5}
+
+
+def fail_reply(response: Reply) -> NoReturn:
+    """The daemon's error on stderr; the exit status follows the HTTP status (_EXIT)."""
+    try:
+        error = response.json()["error"]
+        message = error["message"]
+    except (ValueError, KeyError, TypeError):
+        message = response.text
+    click.echo(f"mcpx: {message}", err=True)
+    raise SystemExit(_EXIT.get(response.status_code, 1))
+
+
+def _table(columns: list[str], rows: list[list[str]]) -> None:
+    from rich.console import Console  # only when a table is shown: keeps start-up fast
+    from rich.table import Table
+
+    table = Table(*columns, box=None, header_style="bold")
+    for row in rows:
+        table.add_row(*row)
+    Console(soft_wrap=False).print(table)
+
+
+def show_response(view: str, doc: Any, as_json: bool) -> None:
+    """A response for people (the view's table) or as JSON (``--json``, or off a terminal)."""
+    if as_json or (not sys.stdout.isatty() and view == "json"):
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    renderer = _VIEWS.get(view)
+    if renderer is None:
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        renderer(doc)
+
+
+def _servers(doc: Any) -> None:
+    rows = []
+    for s in doc["servers"]:
+        inst = s["instances"][0] if s["instances"] else {}
+        where = s["url"] or " ".join(s["command"] or [])
+        rows.append(
+            [
+                s["name"],
+                s["transport"],
+                inst.get("state", "idle"),
+                str(inst.get("era") or (s["catalogue"] or {}).get("era") or "-"),
+                str(inst.get("revision") or (s["catalogue"] or {}).get("revision") or "-"),
+                str(inst.get("pid") or "-"),
+                where if len(where) <= 48 else "…" + where[-47:],
+            ]
+        )
+    _table(["SERVER", "TRANSPORT", "STATE", "ERA", "REVISION", "PID", "COMMAND / URL"], rows)
+
+
+def _tools(doc: Any) -> None:
+    rows = [
+        [t["server"], t["name"], (t.get("description") or "").split("\n")[0][:80]]
+        for t in doc["tools"]
+    ]
+    _table(["SERVER", "TOOL", "DESCRIPTION"], rows)
+    for server, error in (doc.get("errors") or {}).items():
+        click.echo(f"mcpx: {server}: {error}", err=True)
+
+
+def _prompts(doc: Any) -> None:
+    rows = [[p["server"], p["name"], (p.get("description") or "")[:80]] for p in doc["prompts"]]
+    _table(["SERVER", "PROMPT", "DESCRIPTION"], rows)
+
+
+def _resources(doc: Any) -> None:
+    rows = [
+        [r["server"], r["uri"], r.get("name", ""), r.get("mimeType", "")] for r in doc["resources"]
+    ]
+    _table(["SERVER", "URI", "NAME", "MIME TYPE"], rows)
+
+
+def _read(doc: Any) -> None:
+    for content in doc.get("contents") or []:
+        click.echo(content.get("text", f"<{len(content.get('blob', ''))} base64 bytes>"))
+
+
+def _call(doc: Any) -> None:
+    for block in doc.get("content") or []:
+        if block.get("type") == "text":
+            click.echo(block["text"])
+        else:
+            click.echo(json.dumps(block, ensure_ascii=False))
+    if doc.get("isError"):
+        raise SystemExit(1)
+
+
+_VIEWS = {
+    "servers": _servers,
+    "tools": _tools,
+    "prompts": _prompts,
+    "resources": _resources,
+    "read": _read,
+    "call": _call,
+}
