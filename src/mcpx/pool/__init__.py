@@ -1,8 +1,9 @@
 """The warm upstream pool: instances per (server, scope key), their budgets and reaping."""
 
 from ._budget import call_budget, start_budget
+from ._errors import PoolFull, UnknownServer
 from ._instance import Instance
-from ._pool import Pool, PoolFull, UnknownServer, open_pool
+from ._pool import Pool, open_pool
 
 __all__ = [
     "Instance",

@@ -29,6 +29,7 @@ from mcpx.client import EraCache, Hooks, QuestionHandler, UpstreamError
 from mcpx.config import ServerConfig, Settings
 
 from ._budget import call_budget
+from ._errors import PoolFull, UnknownServer
 from ._instance import Instance
 from ._watch import Watches
 
@@ -40,22 +41,6 @@ Key = tuple[str, str]
 
 # How long calls ended at a stop get to unwind: telling the upstream is one write.
 _UNWIND: Final = 2.0
-
-
-class UnknownServer(KeyError):
-    """No configured server has that name."""
-
-    def __init__(self, name: str, known: list[str]) -> None:
-        self.name = name
-        self.known = known
-        super().__init__(name)
-
-    def __str__(self) -> str:
-        return f"no server named {self.name!r}; configured: {', '.join(self.known) or 'none'}"
-
-
-class PoolFull(UpstreamError):
-    """Every instance slot of a server is busy."""
 
 
 class Pool:
@@ -85,7 +70,7 @@ class Pool:
         self._drained = anyio.Event()  # set when stopping and no call is left
         self.started_at = time.time()
         # Resource subscriptions upstream, counted across hosts.
-        self.watches = Watches(self, self._hooks)
+        self.watches = Watches(self.instance, self.spawn, settings, self._hooks)
 
     def server(self, name: str) -> ServerConfig:
         try:

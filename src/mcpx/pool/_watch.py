@@ -21,20 +21,19 @@ Invariants:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import anyio
 
 from mcpx import wire
 from mcpx.client import Hooks, Session, UpstreamError
+from mcpx.config import Settings
 
+from ._errors import UnknownServer
+from ._instance import Instance
 from ._polls import Poller, poll_interval, poll_resources, relay_listen, unacknowledged_uris
-
-if TYPE_CHECKING:
-    from ._instance import Instance
-    from ._pool import Pool
 
 __all__ = ["Watches"]
 
@@ -47,8 +46,17 @@ _RETRY_MAX: Final = 30.0
 class Watches:
     """The resource URIs wanted per server, and the guards that keep them subscribed."""
 
-    def __init__(self, pool: Pool, hooks: Hooks) -> None:
-        self._pool = pool
+    def __init__(
+        self,
+        instance: Callable[[str], Awaitable[Instance]],
+        spawn: Callable[..., None],
+        settings: Settings,
+        hooks: Hooks,
+    ) -> None:
+        # The pool's instance() and spawn(), not the pool: the pool holds this object.
+        self._instance = instance
+        self._spawn = spawn
+        self._settings = settings
         self._hooks = hooks
         self._wanted: dict[str, dict[str, int]] = {}
         self._changed: dict[str, anyio.Event] = {}
@@ -69,7 +77,7 @@ class Watches:
         Raises:
             UnknownServer, UpstreamError: as ``Pool.instance``.
         """
-        inst = await self._pool.instance(server)
+        inst = await self._instance(server)
         session = inst.session
         caps = session.negotiated.capabilities if session and session.negotiated else {}
         resources = caps.get("resources")
@@ -104,17 +112,15 @@ class Watches:
             event.set()  # the guard reconciles
             return
         self._changed[server] = anyio.Event()
-        self._pool.spawn(self._guard, server)
+        self._spawn(self._guard, server)
 
     async def _guard(self, server: str) -> None:
         """Keep ``server``'s wanted subscriptions on a live instance, while any are."""
-        from ._pool import UnknownServer  # (the pool module imports this one)
-
         pause = _RETRY_FIRST
         try:
             while self._wanted.get(server):
                 try:
-                    inst = await self._pool.instance(server)
+                    inst = await self._instance(server)
                     await self._hold(server, inst)
                     pause = _RETRY_FIRST
                 except UnknownServer:
@@ -180,7 +186,7 @@ class Watches:
             if not uris:
                 return None
             log.info("%s acknowledged no subscription to %s: polling", server, uris)
-            interval = poll_interval(self._pool.settings)
+            interval = poll_interval(self._settings)
             return partial(poll_resources, session, uris, interval, updated)
 
         await relay_listen(stream, notified, poller)
