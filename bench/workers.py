@@ -223,9 +223,11 @@ class _RawHttp:
     """One keep-alive HTTP/1.1 connection: a request written whole, the response read by
     its Content-Length or to the last chunk (an SSE answer ends its stream)."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, authority: str = "mcpx") -> None:
         self._stream = stream
         self._buffer = b""
+        # The daemon's TCP port takes only a Host that names it, port included.
+        self._authority = authority
 
     @classmethod
     async def connect(cls, target: str) -> _RawHttp:
@@ -233,14 +235,15 @@ class _RawHttp:
 
         if target.startswith("http://"):
             host, _, port = target.removeprefix("http://").split("/")[0].partition(":")
-            return cls(await anyio.connect_tcp(host, int(port)))
+            return cls(await anyio.connect_tcp(host, int(port)), f"{host}:{port}")
         return cls(await anyio.connect_unix(target))
 
     async def post(
         self, path: str, body: dict[str, Any], headers: dict[str, str]
     ) -> tuple[int, dict[str, str], bytes]:
         data = json.dumps(body).encode()
-        lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json"]
+        lines = [f"POST {path} HTTP/1.1", f"Host: {self._authority}"]
+        lines += ["Content-Type: application/json"]
         lines += [f"{k}: {v}" for k, v in headers.items()] + [f"Content-Length: {len(data)}"]
         await self._stream.send("\r\n".join(lines).encode() + b"\r\n\r\n" + data)
         head = (await self._until(b"\r\n\r\n")).decode("latin-1").split("\r\n")

@@ -81,6 +81,16 @@ def test_sources_in_order_file_env_flag(tmp_path: Path) -> None:
     assert doc["spec"]["first"] == "2025-06-18"
 
 
+def test_a_boolean_flag_alone_means_true_and_takes_a_value(tmp_path: Path) -> None:
+    alone = by_name(settings_json(tmp_path, "--insecure-no-auth"))["daemon.insecureNoAuth"]
+    assert alone["value"] is True and alone["origin"]["kind"] == "flag"
+    given = by_name(settings_json(tmp_path, "--upstream-era-cache", "false"))
+    assert given["upstream.eraCache"]["value"] is False
+    # Any other setting's flag still needs its value.
+    proc = run("settings", "--pool-max", cwd=tmp_path)
+    assert proc.returncode == 2 and "requires an argument" in proc.stderr
+
+
 def test_unknown_revision_is_refused_naming_the_five(tmp_path: Path) -> None:
     proc = run("settings", cwd=tmp_path, env={"MCPX_MCP_SPEC": "1999-01-01"})
     assert proc.returncode == 2

@@ -213,7 +213,7 @@ def test_list_show_and_answer_with_key_value(daemon: Daemon) -> None:
     assert (empty.returncode, empty.stdout.strip()) == (0, "no questions are waiting")
 
 
-# C-ELIC-9
+@pytest.mark.obligation("C-ELIC-9")
 def test_a_wrong_answer_names_the_field_and_the_question_stays_open(daemon: Daemon) -> None:
     with asked(daemon, "ask", {"question": "ok?"}) as q:
         wrong = daemon.cli("elicit", "answer", q.id, "--json", '{"answer": 5}')
@@ -247,7 +247,7 @@ def test_a_wrong_answer_names_the_field_and_the_question_stays_open(daemon: Daem
     assert gone.returncode == 1 and "no such question" in gone.stderr
 
 
-# C-ELIC-7
+@pytest.mark.obligation("C-ELIC-7")
 def test_decline_and_cancel_reach_the_server(daemon: Daemon) -> None:
     for how, said in (("decline", "declined"), ("cancel", "cancelled")):
         with asked(daemon, "ask", {"question": f"{how}?"}) as q:
@@ -536,9 +536,9 @@ def test_watch_on_a_terminal_offers_each_new_question(daemon: Daemon) -> None:
             assert q.text() == "(decline)"
 
 
-# C-ELIC-15
+@pytest.mark.obligation("C-ELIC-15")
 def test_a_url_questions_site_is_said_plainly_with_a_warning_when_it_may_deceive() -> None:
-    from mcpx.cli._answer_fields import url_site
+    from mcpx.cli._requested_fields import url_site
 
     assert url_site("https://example.com/connect?flow=1") == "example.com"
     for url, why in [

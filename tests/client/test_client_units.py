@@ -109,7 +109,7 @@ SCHEMA = {
 }
 
 
-# C-HTTP-26, C-HTTP-27, C-HTTP-28
+@pytest.mark.obligation("C-HTTP-26", "C-HTTP-27", "C-HTTP-28")
 def test_param_headers_found_and_mirrored() -> None:
     marked = param_headers(SCHEMA)
     assert [(h.header, h.path) for h in marked] == [
@@ -125,6 +125,7 @@ def test_param_headers_found_and_mirrored() -> None:
 
 
 # C-HTTP-31: invalid x-mcp-header annotations invalidate the tool.
+@pytest.mark.obligation("C-HTTP-31")
 @pytest.mark.parametrize(
     "schema",
     [

@@ -42,7 +42,7 @@ async def test_exit_mid_call_fails_the_call_naming_status_and_stderr(sent_frames
 
 
 # C-STDIO-10 C-HTTP-17: cancel with notifications/cancelled.
-# C-LC-12, C-CANC-10, C-CANC-11
+@pytest.mark.obligation("C-STDIO-10", "C-HTTP-17", "C-LC-12", "C-CANC-10", "C-CANC-11")
 async def test_hang_times_out_and_cancels_in_band(sent_frames: FrameLog) -> None:
     recorder = Recorder()
     async with connected(bad("hang"), recorder, sent_frames) as session:
@@ -74,7 +74,7 @@ async def test_broken_framing_breaks_the_connection(
             await session.list_tools()
 
 
-# C-STDIO-4 C-STDIO-5
+@pytest.mark.obligation("C-STDIO-4", "C-STDIO-5")
 async def test_stderr_flood_never_blocks(sent_frames: FrameLog) -> None:
     recorder = Recorder()
     async with connected(bad("stderr-flood"), recorder, sent_frames) as session:
@@ -91,7 +91,7 @@ async def test_exit_at_start_is_a_clear_error(sent_frames: FrameLog) -> None:
 
 
 # C-LC-26: the fallback is not keyed to one error code.
-# C-LC-25
+@pytest.mark.obligation("C-LC-26", "C-LC-25")
 async def test_exit_on_discover_is_restarted_legacy_only(sent_frames: FrameLog) -> None:
     recorder = Recorder()
     async with connected(bad("exit-on-discover"), recorder, sent_frames) as session:
@@ -103,7 +103,7 @@ async def test_exit_on_discover_is_restarted_legacy_only(sent_frames: FrameLog) 
     assert methods.count("server/discover") == 1  # the restart goes legacy-only
 
 
-# C-LC-22, C-LC-26, C-LC-25
+@pytest.mark.obligation("C-LC-22", "C-LC-26", "C-LC-25")
 async def test_a_slow_modern_server_is_not_classed_legacy(sent_frames: FrameLog) -> None:
     """No discover answer within the probe timeout: initialize goes out beside it,
     and the discover that settles first still decides."""
@@ -123,7 +123,7 @@ async def test_modern_only_server(sent_frames: FrameLog) -> None:
         assert result["resultType"] == "complete"
 
 
-# C-LC-31
+@pytest.mark.obligation("C-LC-31")
 async def test_stale_cache_is_probed_again_and_rewritten(
     tmp_path: Path, sent_frames: FrameLog
 ) -> None:
@@ -164,7 +164,7 @@ async def test_force_discover_on_a_legacy_server_fails_clearly(sent_frames: Fram
             pass
 
 
-# C-LC-4
+@pytest.mark.obligation("C-LC-4")
 async def test_offer_follows_the_spec_policy(sent_frames: FrameLog) -> None:
     """initialize offers the first legacy revision of spec.precedence."""
     recorder = Recorder()

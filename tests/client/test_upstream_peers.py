@@ -94,7 +94,18 @@ async def _exercise(session: Any) -> None:
 
 
 # C-LC-3 C-LC-5 C-LC-7 C-LC-22 C-LC-23: discover first on stdio, then the handshake.
-# C-LC-1, C-LC-17, C-STDIO-6, C-MSG-1, C-ERR-7
+@pytest.mark.obligation(
+    "C-LC-3",
+    "C-LC-5",
+    "C-LC-7",
+    "C-LC-22",
+    "C-LC-23",
+    "C-LC-1",
+    "C-LC-17",
+    "C-STDIO-6",
+    "C-MSG-1",
+    "C-ERR-7",
+)
 @pytest.mark.parametrize("version", PEER_VERSIONS)
 async def test_stdio_every_release(version: str, sent_frames: FrameLog) -> None:
     recorder = Recorder()
@@ -120,6 +131,7 @@ HTTP_CASES = [
 
 
 # C-SSE-3 C-SSE-4: a 4xx to both eras falls back to HTTP+SSE (1.2.1).
+@pytest.mark.obligation("C-SSE-3", "C-SSE-4")
 @pytest.mark.parametrize(("version", "transport", "path", "lands_on"), HTTP_CASES)
 async def test_http_every_release(
     version: str, transport: str, path: str, lands_on: str, sent_frames: FrameLog
@@ -152,7 +164,7 @@ QUESTION_CASES = [(v, "stdio") for v in PEER_VERSIONS] + [("2.3.0", "http"), ("1
 
 
 # C-LC-2 C-MRTR-1 C-MRTR-3: input_required rounds answered and retried (2.3.0).
-# C-HTTP-6, C-SREQ-3
+@pytest.mark.obligation("C-LC-2", "C-MRTR-1", "C-MRTR-3", "C-HTTP-6", "C-SREQ-3")
 @pytest.mark.parametrize(("version", "transport"), QUESTION_CASES)
 async def test_questions_reach_the_one_handler(
     version: str, transport: str, sent_frames: FrameLog
@@ -226,7 +238,7 @@ async def _everything(session: Any) -> None:
 
 
 # C-LC-22 (cached: one probe per configuration)
-# C-LC-30, C-LC-31
+@pytest.mark.obligation("C-LC-22", "C-LC-30", "C-LC-31")
 async def test_era_cache_skips_the_probe(tmp_path: Path, sent_frames: FrameLog) -> None:
     server = stdio_server("legacy", sdk_server_command("1.23.3", "stdio"))
     first = Recorder()
@@ -243,6 +255,7 @@ async def test_era_cache_skips_the_probe(tmp_path: Path, sent_frames: FrameLog) 
 
 
 # C-LC-2: a listen stream, acknowledgement first.
+@pytest.mark.obligation("C-LC-2")
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_subscriptions_listen_acknowledges_first(
     transport: str, sent_frames: FrameLog
@@ -271,7 +284,7 @@ async def _listen(session: Any) -> None:
     assert _text(await session.call_tool("add", {"a": 1, "b": 2})) == "3"
 
 
-# C-HTTP-11
+@pytest.mark.obligation("C-HTTP-11")
 async def test_a_forgotten_http_session_is_initialized_again(sent_frames: FrameLog) -> None:
     """Legacy Streamable HTTP: a 404 on a known session (the server restarted)
     means initialize again, once, and repeat the request."""

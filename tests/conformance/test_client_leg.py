@@ -61,7 +61,23 @@ REQUIRED = {
 
 
 # C-LC-13 C-HTTP-22 C-HTTP-23 C-HTTP-26 C-HTTP-31 C-MRTR-4 C-MRTR-6 C-MSG-9 (scenarios).
-# C-HTTP-20, C-HTTP-21, C-HTTP-24, C-HTTP-27, C-HTTP-28, C-HTTP-29, C-MSG-15
+@pytest.mark.obligation(
+    "C-LC-13",
+    "C-HTTP-22",
+    "C-HTTP-23",
+    "C-HTTP-26",
+    "C-HTTP-31",
+    "C-MRTR-4",
+    "C-MRTR-6",
+    "C-MSG-9",
+    "C-HTTP-20",
+    "C-HTTP-21",
+    "C-HTTP-24",
+    "C-HTTP-27",
+    "C-HTTP-28",
+    "C-HTTP-29",
+    "C-MSG-15",
+)
 @pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
 def test_client_leg(revision: str, tmp_path: Path) -> None:
     proc = run_client_leg(revision, tmp_path)

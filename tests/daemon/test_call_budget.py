@@ -23,7 +23,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
 
 
-# C-CANC-10
+@pytest.mark.obligation("C-CANC-10")
 def test_the_budget_is_real_for_a_slow_upstream(daemon: Daemon) -> None:
     with daemon.http() as api:
         r = api.post(

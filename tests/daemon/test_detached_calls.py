@@ -114,6 +114,7 @@ def test_unknown_task_is_404(daemon: Daemon) -> None:
     assert shown.returncode == 4 and "no task 'nope'" in shown.stderr
 
 
+@pytest.mark.obligation("S-INPUT-14")
 def test_a_declined_sampling_question_is_an_error_upstream(daemon: Daemon) -> None:
     # S-INPUT-14: declining is handled. Only an elicitation has an action: a sampling
     # request declined through the broker reaches the server as a JSON-RPC error, not

@@ -44,7 +44,7 @@ def _text(result: dict[str, Any]) -> str:
     return "".join(c["text"] for c in result["content"] if c["type"] == "text")
 
 
-# S-LIFE-1, S-HTTP-25, S-MSG-1
+@pytest.mark.obligation("S-LIFE-1", "S-HTTP-25", "S-MSG-1")
 @pytest.mark.parametrize("rev", ["2025-03-26", "2025-06-18", "2025-11-25"])
 def test_legacy_session_lifecycle(mcp: httpx.Client, sent_frames: FrameLog, rev: str) -> None:
     init = {
@@ -96,7 +96,7 @@ def _modern(
     return mcp.post("/mcp", json=frame, headers=headers)
 
 
-# S-DISC-1, S-DISC-2
+@pytest.mark.obligation("S-DISC-1", "S-DISC-2")
 def test_modern_stateless(mcp: httpx.Client, sent_frames: FrameLog) -> None:
     r = _modern(mcp, "server/discover", {})
     assert r.status_code == 200, r.text
@@ -115,7 +115,7 @@ def test_modern_stateless(mcp: httpx.Client, sent_frames: FrameLog) -> None:
     assert "modern" in _text(r.json()["result"])
 
 
-# S-HTTP-15, S-HTTP-45, S-HTTP-52, S-ERR-1, S-ERR-7
+@pytest.mark.obligation("S-HTTP-15", "S-HTTP-45", "S-HTTP-52", "S-ERR-1", "S-ERR-7")
 def test_modern_errors(mcp: httpx.Client, sent_frames: FrameLog) -> None:
     # Mcp-Name missing on tools/call.
     r = _modern(mcp, "tools/call", _echo("x"))
@@ -146,7 +146,7 @@ def test_origin(mcp: httpx.Client, sent_frames: FrameLog) -> None:
     sent_frames.sent(r.json(), MODERN, answering="server/discover")
 
 
-# S-HTTP-28, S-ERR-1
+@pytest.mark.obligation("S-HTTP-28", "S-ERR-1")
 def test_unknown_session_and_bad_json(mcp: httpx.Client, sent_frames: FrameLog) -> None:
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     r = mcp.post("/mcp", json=ping, headers={"Mcp-Session-Id": "nope"})
@@ -161,7 +161,7 @@ def test_unknown_session_and_bad_json(mcp: httpx.Client, sent_frames: FrameLog) 
     assert (r.status_code, r.json()["error"]["code"]) == (400, -32600)
 
 
-# S-HTTP-1, S-HTTP-15
+@pytest.mark.obligation("S-HTTP-1", "S-HTTP-15")
 def test_legacy_get_stream(mcp: httpx.Client) -> None:
     init = {
         "jsonrpc": "2.0",
@@ -241,7 +241,7 @@ def _legacy_session(mcp: httpx.Client, rev: str) -> dict[str, str]:
     return {"Mcp-Session-Id": r.headers["mcp-session-id"]}
 
 
-# S-MSG-9
+@pytest.mark.obligation("S-MSG-9")
 def test_batches_on_a_2025_03_26_session(mcp: httpx.Client) -> None:
     headers = _legacy_session(mcp, "2025-03-26")
     batch = [

@@ -62,7 +62,7 @@ def _events(body: str) -> tuple[list[dict[str, Any]], int]:
     return frames, comments
 
 
-# S-HTTP-7, S-HTTP-8
+@pytest.mark.obligation("S-HTTP-7", "S-HTTP-8")
 @pytest.mark.parametrize("rev", ["2025-03-26", "2025-11-25"])
 def test_a_slow_call_becomes_a_stream_with_keepalives(
     daemon: Daemon, rev: str, sent_frames: FrameLog
@@ -116,7 +116,7 @@ def _in_flight(daemon: Daemon) -> int:
     return sum(i["inFlight"] for s in servers for i in s["instances"])
 
 
-# S-CANC-8
+@pytest.mark.obligation("S-CANC-8", "S-HTTP-24")
 def test_closing_the_connection_cancels_the_call(daemon: Daemon) -> None:
     # A raw socket: the test decides exactly when the connection goes away.
     host, port = daemon.info["url"].removeprefix("http://").split(":")
@@ -153,6 +153,7 @@ def _finished(daemon: Daemon, tool: str, at_least_ms: float) -> dict[str, Any]:
     raise AssertionError(f"no call.finished for {tool}")
 
 
+@pytest.mark.obligation("S-HTTP-23")
 def test_a_legacy_client_going_away_does_not_cancel_its_call(daemon: Daemon) -> None:
     # S-HTTP-23: before 2026-07-28 a disconnect is not a cancellation: the call completes
     # (its answer has nowhere to go).

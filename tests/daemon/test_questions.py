@@ -60,7 +60,7 @@ def _ask_and_answer(
     raise AssertionError(f"no answer in {seen}")
 
 
-# C-ELIC-6
+@pytest.mark.obligation("C-ELIC-6")
 def test_elicitation_reaches_the_calling_host_and_back(daemon: Daemon) -> None:
     reply = {"result": {"action": "accept", "content": {"answer": "blue"}}}
     seen, final = _ask_and_answer(
@@ -95,7 +95,7 @@ def test_a_host_that_declared_no_roots_gets_mcpxs_own(daemon: Daemon) -> None:
     assert r.json()["result"]["content"][0]["text"] == "[]"
 
 
-# C-ELIC-9
+@pytest.mark.obligation("C-ELIC-9", "S-INPUT-1", "S-INPUT-13")
 def test_a_question_nobody_present_can_answer_waits_in_the_broker(daemon: Daemon) -> None:
     # S-INPUT-1: the host declared no elicitation: it is sent none; the question goes to
     # the broker, and /v1 answers. S-INPUT-13: an answer is checked against the schema.

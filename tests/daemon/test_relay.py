@@ -72,7 +72,7 @@ def oldest_first(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
 
 
-# S-PROG-1, S-PROG-2, S-PROG-4
+@pytest.mark.obligation("S-PROG-1", "S-PROG-2", "S-PROG-4")
 @pytest.mark.parametrize("rev", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
 def test_legacy_host_gets_progress_and_logs_on_the_call_stream(
     daemon: Daemon, oldest_first: Daemon, rev: str
@@ -109,7 +109,7 @@ def test_legacy_host_gets_progress_and_logs_on_the_call_stream(
         assert r.headers["content-type"] == "application/json"
 
 
-# S-PROG-1, S-PROG-2
+@pytest.mark.obligation("S-PROG-1", "S-PROG-2", "S-LOG-4")
 def test_modern_host_gets_progress_and_logs_at_its_level(daemon: Daemon) -> None:
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -144,7 +144,7 @@ def _sdk_call(server: str, tool: str, arguments: dict[str, Any], meta: dict[str,
     return {"name": "mcpx_call", "arguments": args, "_meta": meta}
 
 
-# S-PROG-1, S-PROG-2
+@pytest.mark.obligation("S-PROG-1", "S-PROG-2")
 @pytest.mark.parametrize("upstream", ["legacy", "modern"])
 @pytest.mark.parametrize("host", ["2025-11-25", MODERN])
 def test_sdk_upstreams_progress_and_logs_reach_hosts_of_both_eras(
@@ -186,7 +186,7 @@ def everything(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
 
 
-# S-PROG-2
+@pytest.mark.obligation("S-PROG-2")
 @pytest.mark.parametrize("rev", ["2025-11-25", MODERN])
 def test_server_everything_progress_reaches_hosts_of_both_eras(
     everything: Daemon, rev: str

@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mcpx.ops import Relay, more_verbose
-from mcpx.ops._relay import LOG_LINES_PER_SECOND
+import pytest
+
+from mcpx.questions import CallsInFlight, more_verbose
+from mcpx.questions._calls_in_flight import LOG_LINES_PER_SECOND
 
 
 class Host:
@@ -17,9 +19,9 @@ class Host:
         self.got.append((method, params))
 
 
-# S-PROG-1, S-PROG-4, C-PROG-3
+@pytest.mark.obligation("S-PROG-1", "S-PROG-4", "C-PROG-3")
 def test_progress_token_swapped_and_restored() -> None:
-    relay, host = Relay(), Host()
+    relay, host = CallsInFlight(), Host()
     with relay.call("s", host, {"progressToken": "host-1"}, None) as token:
         assert token is not None and token.startswith("mcpx-")
         assert (
@@ -40,9 +42,9 @@ def test_progress_token_swapped_and_restored() -> None:
     )
 
 
-# S-PROG-2, S-PROG-4, S-PROG-5, C-PROG-3
+@pytest.mark.obligation("S-PROG-2", "S-PROG-4", "S-PROG-5", "C-PROG-3")
 def test_only_forward_rate_limited_final_always_then_nothing() -> None:
-    relay, host = Relay(), Host()
+    relay, host = CallsInFlight(), Host()
     with relay.call("s", host, {"progressToken": 5}, None) as token:
 
         def report(progress: float) -> int:
@@ -61,23 +63,23 @@ def test_only_forward_rate_limited_final_always_then_nothing() -> None:
     assert [p["progress"] for _, p in host.got] == [1, 3, 10]
 
 
-# S-PROG-1
+@pytest.mark.obligation("S-PROG-1")
 def test_no_token_no_progress_and_no_notify_no_route() -> None:
-    relay, host = Relay(), Host()
+    relay, host = CallsInFlight(), Host()
     with relay.call("s", host, {}, "info") as token:
         assert token is None
     with relay.call("s", None, {"progressToken": 1}, "info") as token:
         assert token is None
 
 
-def _log(relay: Relay, server: str, scope: str, level: str, data: str) -> int:
+def _log(relay: CallsInFlight, server: str, scope: str, level: str, data: str) -> int:
     params = {"level": level, "data": data}
     return relay.upstream_notified(server, "notifications/message", params, scope)
 
 
-# C-LOG-4
+@pytest.mark.obligation("C-LOG-4", "S-LOG-4")
 def test_log_messages_by_level_to_the_only_call_on_that_instance() -> None:
-    relay = Relay()
+    relay = CallsInFlight()
     verbose, quiet, elsewhere, unset = Host(), Host(), Host(), Host()
     with relay.call("s", verbose, None, "debug", scope="a"):
         assert _log(relay, "s", "a", "warning", "w") == 1
@@ -87,15 +89,15 @@ def test_log_messages_by_level_to_the_only_call_on_that_instance() -> None:
         assert _log(relay, "s", "a", "warning", "below its level") == 0
         assert _log(relay, "s", "a", "critical", "c") == 1
     with relay.call("s", unset, None, None, scope="a"):
-        assert _log(relay, "s", "a", "critical", "no level set") == 0  # S-LOG-4
+        assert _log(relay, "s", "a", "critical", "no level set") == 0
     assert [p["data"] for _, p in verbose.got] == ["w", "i"]
     assert [p["data"] for _, p in quiet.got] == ["c"]
     assert elsewhere.got == [] and unset.got == []
 
 
-# S-HTTP-12, S-HTTP-13
+@pytest.mark.obligation("S-HTTP-12", "S-HTTP-13")
 def test_a_log_line_no_call_can_be_credited_with_reaches_no_host() -> None:
-    relay = Relay()
+    relay = CallsInFlight()
     one, two, own = Host(), Host(), Host()
     with (
         relay.call("s", one, None, "debug", scope=""),
@@ -116,9 +118,9 @@ def test_more_verbose() -> None:
     assert more_verbose(None, None) is None
 
 
-# C-LOG-5
+@pytest.mark.obligation("C-LOG-5")
 def test_a_flood_of_log_lines_is_rate_limited_per_call() -> None:
-    relay, host = Relay(), Host()
+    relay, host = CallsInFlight(), Host()
     with relay.call("s", host, None, "debug"):
         told = sum(
             _log(relay, "s", "", "info", f"line {i}") for i in range(3 * LOG_LINES_PER_SECOND)

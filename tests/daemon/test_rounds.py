@@ -52,7 +52,9 @@ def _post(mcp: httpx.Client, params: dict[str, Any], rid: int = 1) -> dict[str, 
     return body
 
 
-# S-CACHE-8, S-HTTP-14, S-TOOL-19
+@pytest.mark.obligation(
+    "S-CACHE-8", "S-HTTP-14", "S-TOOL-19", "S-MRTR-1", "S-MRTR-3", "S-MRTR-4", "S-MRTR-10"
+)
 @pytest.mark.parametrize("server", ["legacy", "modern"])
 def test_question_comes_back_input_required_and_the_retry_resumes(
     daemon: Daemon, server: str
@@ -97,6 +99,7 @@ def _refusal(reply: dict[str, Any]) -> str:
     return reason
 
 
+@pytest.mark.obligation("S-MRTR-6", "S-MRTR-7")
 def test_states_that_are_not_for_this_request_are_refused(daemon: Daemon) -> None:
     # S-MRTR-6: the state is signed and one that fails is refused; S-MRTR-7: bound to the
     # request (method and params digest) and expiring.
@@ -123,7 +126,7 @@ def test_states_that_are_not_for_this_request_are_refused(daemon: Daemon) -> Non
         assert _refusal(reply) == "expired"
 
 
-# S-LIFE-19
+@pytest.mark.obligation("S-LIFE-19")
 def test_a_host_that_declared_nothing_askable_is_served_inside_its_request(
     daemon: Daemon,
 ) -> None:
@@ -153,6 +156,7 @@ def test_a_host_that_declared_nothing_askable_is_served_inside_its_request(
     assert replies and replies[0]["result"]["content"][0]["text"] == "ok"
 
 
+@pytest.mark.obligation("S-MRTR-10")
 def test_malformed_input_responses_are_invalid_params(daemon: Daemon) -> None:
     # S-MRTR-10: malformed inputResponses are a JSON-RPC error; unknown keys are ignored
     # (test_responses_sent_up_front_are_held_until_asked).

@@ -52,7 +52,7 @@ def oldest_first(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
 
 
-# S-PROG-1, S-PROG-2
+@pytest.mark.obligation("S-PROG-1", "S-PROG-2")
 @pytest.mark.parametrize("rev", ["2024-11-05", "2025-03-26", "2025-06-18", REV])
 def test_progress_and_log_lines_come_on_the_pipe(
     daemon: Daemon, oldest_first: Daemon, rev: str

@@ -93,7 +93,7 @@ def _text(result: dict[str, Any]) -> str:
     return "".join(c["text"] for c in result["content"] if c["type"] == "text")
 
 
-# S-LIFE-1, S-ERR-1
+@pytest.mark.obligation("S-LIFE-1", "S-ERR-1")
 @pytest.mark.parametrize("mode", ["hand-off", "relay"])
 def test_raw_legacy_session(daemon: Daemon, sent_frames: FrameLog, mode: str) -> None:
     rev = "2025-06-18"
@@ -118,7 +118,7 @@ def test_raw_legacy_session(daemon: Daemon, sent_frames: FrameLog, mode: str) ->
     assert answers[None]["error"]["code"] == -32700
 
 
-# S-DISC-1, S-DISC-2
+@pytest.mark.obligation("S-DISC-1", "S-DISC-2")
 @pytest.mark.parametrize("mode", ["hand-off", "relay"])
 def test_raw_modern_requests(daemon: Daemon, sent_frames: FrameLog, mode: str) -> None:
     answers = _serve(
@@ -179,7 +179,7 @@ def test_official_sdk_host(daemon: Daemon, version: str) -> None:
     assert "hi" in done.stdout
 
 
-# S-STDIO-4, S-STDIO-10, S-MSG-9
+@pytest.mark.obligation("S-STDIO-4", "S-STDIO-10", "S-MSG-9")
 def test_channel_socket_and_batches(daemon: Daemon) -> None:
     # The daemon's side directly: a 0600 socket, and a 2025-03-26 batch answered as an array.
     path = daemon.state / "mcpx-stdio.sock"
@@ -200,7 +200,7 @@ def test_channel_socket_and_batches(daemon: Daemon) -> None:
     assert sorted(f["id"] for f in second) == [2, 3]
 
 
-# S-CANC-1, S-CANC-4
+@pytest.mark.obligation("S-CANC-1", "S-CANC-4")
 def test_a_cancelled_request_gets_no_answer(daemon: Daemon, sent_frames: FrameLog) -> None:
     """notifications/cancelled withdraws a running request (and its upstream call):
     no answer is sent for it; the others are answered."""
@@ -241,8 +241,8 @@ def test_handoff_message_agrees() -> None:
     # The shim keeps its own copy (importing the daemon side would slow every start).
     from mcpx.cli._serve import HANDOFF as shim
     from mcpx.cli._serve import OPTIONS as shim_options
-    from mcpx.daemon._stdio_channel import HANDOFF as daemon_side
-    from mcpx.daemon._stdio_channel import OPTIONS as daemon_options
+    from mcpx.daemon._stdio_accept import HANDOFF as daemon_side
+    from mcpx.daemon._stdio_accept import OPTIONS as daemon_options
 
     assert shim == daemon_side
     assert shim_options == daemon_options
@@ -303,7 +303,7 @@ def test_a_host_that_reads_late_gets_every_answer_whole(daemon: Daemon) -> None:
     assert all(a["result"] == {} for a in answers)
 
 
-# S-STDIO-8
+@pytest.mark.obligation("S-STDIO-8")
 def test_a_listen_stream_does_not_hold_the_session_past_eof(daemon: Daemon) -> None:
     """A host's listen stream ends with its input: the session does not wait out
     transport.stdioDrain (30 s here) for a stream that only ends when cancelled."""
@@ -346,7 +346,7 @@ def _hand_off(daemon: Daemon, in_r: int, out_w: int) -> socket.socket:
     """Hand a host's stdin (``in_r``) and stdout (``out_w``) to the daemon's stdio socket,
     as ``mcpx serve`` does: the connection, answered OK. Ours are closed: the daemon has
     its own copies now."""
-    from mcpx.daemon._stdio_channel import HANDOFF
+    from mcpx.daemon._stdio_accept import HANDOFF
 
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -405,7 +405,7 @@ def test_an_upstream_started_during_a_hand_off_does_not_hold_the_hosts_pipes(
 
 def test_daemon_refuses_what_it_cannot_serve(daemon: Daemon, tmp_path: Path) -> None:
     # Regular files cannot be waited on: refused, the descriptors closed, the connection too.
-    from mcpx.daemon._stdio_channel import HANDOFF
+    from mcpx.daemon._stdio_accept import HANDOFF
 
     plain = tmp_path / "plain"
     plain.write_text("")
@@ -419,7 +419,7 @@ def test_daemon_refuses_what_it_cannot_serve(daemon: Daemon, tmp_path: Path) -> 
     assert reply.startswith(b"NO ") and reply.endswith(b"\n"), reply
 
 
-# S-LIFE-9
+@pytest.mark.obligation("S-LIFE-9")
 def test_killed_shim_ends_a_handed_off_session(daemon: Daemon) -> None:
     """The host's pipes are the daemon's to close: when ``mcpx serve`` dies (its
     connection closes) the daemon ends the session as at EOF, so the host sees stdout
@@ -481,7 +481,7 @@ def _fake_channel(path: Path, first: str, seen: dict[str, Any]) -> None:
                 return
 
 
-# S-STDIO-9
+@pytest.mark.obligation("S-STDIO-9")
 @pytest.mark.parametrize(
     "case",
     [
@@ -523,7 +523,7 @@ def test_shim_falls_back_to_the_relay(tmp_path: Path, case: str) -> None:
     assert json.loads(done.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {}}
 
 
-# S-CANC-2
+@pytest.mark.obligation("S-CANC-2")
 @pytest.mark.parametrize("mode", ["hand-off", "relay"])
 def test_malformed_cancellations_are_ignored(daemon: Daemon, mode: str) -> None:
     cancelled = "notifications/cancelled"

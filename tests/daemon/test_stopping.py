@@ -115,6 +115,7 @@ def _text(result: dict[str, Any]) -> str:
 
 # S-LIFE-9: the server shuts down by closing its output (stdio) and its connections (HTTP),
 # each call in flight answered first.
+@pytest.mark.obligation("S-LIFE-9")
 @pytest.mark.parametrize("daemon", ["500ms"], indirect=True)
 def test_calls_in_flight_are_answered_with_an_error_when_the_daemon_stops(
     daemon: Daemon,

@@ -92,7 +92,7 @@ def _collect(lines: Iterator[str], got: list[dict[str, Any]], want: int) -> None
                 return
 
 
-# S-SUB-3, S-SUB-4
+@pytest.mark.obligation("S-SUB-3", "S-SUB-4")
 def test_both_eras_hear_updates_through_one_upstream_subscription(daemon: Daemon) -> None:
     url = daemon.info["url"]
     init: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {}}
@@ -183,7 +183,7 @@ def test_a_session_that_ends_releases_its_subscriptions(daemon: Daemon) -> None:
         assert _wait(lambda: _subscriptions(daemon)["everything"] == [])
 
 
-# C-LC-11
+@pytest.mark.obligation("C-LC-11")
 def test_an_events_stream_naming_a_uri_watches_it_for_its_life(daemon: Daemon) -> None:
     got: list[dict[str, Any]] = []
     transport = httpx.HTTPTransport(uds=daemon.info["socket"])

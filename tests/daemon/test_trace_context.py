@@ -23,7 +23,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
 
 
-# C-MSG-14
+@pytest.mark.obligation("C-MSG-14")
 @pytest.mark.parametrize("upstream", ["legacy", "modern"])
 def test_trace_context_passes_upstream_unchanged(daemon: Daemon, upstream: str) -> None:
     init = {"protocolVersion": "2025-11-25", "capabilities": {}}

@@ -42,7 +42,7 @@ CALL = {
 }
 
 
-# S-CANC-5, C-CANC-7
+@pytest.mark.obligation("S-CANC-5", "C-CANC-7")
 def test_the_host_is_told_its_question_was_withdrawn(daemon: Daemon) -> None:
     seen: list[dict[str, Any]] = []
     with httpx.Client(base_url=daemon.info["url"], timeout=30) as mcp:
@@ -65,7 +65,7 @@ def test_the_host_is_told_its_question_was_withdrawn(daemon: Daemon) -> None:
     assert final["result"]["content"][0]["text"] == "withdrawn; answered: no"
 
 
-# C-CANC-7
+@pytest.mark.obligation("C-CANC-7")
 def test_a_question_in_the_broker_is_closed_as_withdrawn(daemon: Daemon) -> None:
     replies: list[dict[str, Any]] = []
     asked: list[dict[str, Any]] = []
@@ -98,7 +98,7 @@ def impatient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         yield d
 
 
-# S-CANC-5
+@pytest.mark.obligation("S-CANC-5", "S-LIFE-10")
 def test_a_host_that_does_not_answer_in_time_is_told_it_was_given_up(impatient: Daemon) -> None:
     # S-LIFE-10: a request mcpx sends a client has a timeout (proto.askTimeout); when it
     # passes, notifications/cancelled says so, and the upstream gets an error.

@@ -31,7 +31,6 @@ parametrization below, each with the reason.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -49,13 +48,14 @@ from support.hosts import (
     run_host,
 )
 from support.peers import MODERN_REVISION, peer_python
+from support.waiting import wait_until
 
 # Server name -> the SDK release its fixture server runs on.
 UPSTREAMS = {"legacy": "1.23.3", "modern": "2.3.0"}
 HOST_RUN_TIMEOUT = 90.0  # one host process, start to end
 CALL_TIMEOUT = 60.0  # the host's mcpx_call (sdk_host.py --timeout)
 POLL_INTERVAL = 0.1
-POLLS = 300  # * POLL_INTERVAL: how long a question or an in-flight call may take to show
+SHOW_LIMIT = 30.0  # how long a question or an in-flight call may take to show
 ROOT = {"uri": "file:///work", "name": "work"}
 
 # (release, mode) of every host whose client can declare each capability. 1.2.1 is in none
@@ -172,7 +172,7 @@ def _answered_with(run: HostRun, text: str) -> None:
         assert [json.loads(t) for t in texts[1:]] == [{"result": text}], texts
 
 
-# S-MSG-3, S-INPUT-5, C-ELIC-5, C-ELIC-6
+@pytest.mark.obligation("S-MSG-3", "S-INPUT-5", "C-ELIC-5", "C-ELIC-6")
 @pytest.mark.parametrize(("version", "mode", "transport", "server"), _cases(ELICITING))
 def test_elicitation_reaches_the_calling_host(
     daemon: Daemon, version: str, mode: str | None, transport: str, server: str
@@ -229,14 +229,16 @@ def _pending(daemon: Daemon, running: list[Future[HostRun]]) -> list[dict[str, A
     """The broker's pending questions, once there are any (bounded); fails early with the
     host's own error if a host ended meanwhile."""
     with daemon.http() as api:
-        for _ in range(POLLS):
+
+        def held() -> list[dict[str, Any]]:
             pending: list[dict[str, Any]] = api.get("/v1/questions").json()["questions"]
-            if pending:
-                return pending
-            for done in (f for f in running if f.done()):
+            for done in (f for f in running if f.done() and not pending):
                 raise AssertionError(f"a host ended before any question was held: {done.result()}")
-            time.sleep(POLL_INTERVAL)
-    raise AssertionError(f"no question reached the broker in {POLLS * POLL_INTERVAL:g} s")
+            return pending
+
+        return wait_until(
+            held, timeout=SHOW_LIMIT, interval=POLL_INTERVAL, message="a question in the broker"
+        )
 
 
 def _answer_in_broker(daemon: Daemon, question: dict[str, Any], text: str) -> None:
@@ -272,6 +274,7 @@ def test_a_host_that_declared_no_elicitation_is_answered_through_the_broker(
     )
 
 
+@pytest.mark.obligation("S-MRTR-5")
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("server", ["legacy", "modern"])
 def test_a_modern_host_asked_what_it_did_not_declare_is_answered_through_the_broker(
@@ -340,10 +343,11 @@ def test_a_question_is_never_put_to_another_host(
     assert _servers_in_flight(daemon, server) == 0
     with ThreadPoolExecutor(max_workers=2) as pool:
         a = pool.submit(run_host, slow, daemon, timeout=HOST_RUN_TIMEOUT)
-        for _ in range(POLLS):
-            if _servers_in_flight(daemon, server) or a.done():
-                break
-            time.sleep(POLL_INTERVAL)
+        wait_until(
+            lambda: _servers_in_flight(daemon, server) or a.done(),
+            timeout=SHOW_LIMIT,
+            interval=POLL_INTERVAL,
+        )
         assert not a.done(), f"A ended before its call was in flight: {a.result()}"
         assert _servers_in_flight(daemon, server) == 1
         b = pool.submit(run_host, asking, daemon, timeout=HOST_RUN_TIMEOUT)

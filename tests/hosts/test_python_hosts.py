@@ -67,6 +67,17 @@ def _check_run(run: HostRun, version: str, mode: str | None, direct: dict[str, A
             assert frame["result"]["_meta"][SERVER_INFO]["name"] == "mcpx", frame
 
 
+@pytest.mark.obligation(
+    "S-TOOL-1",
+    "S-PROMPT-1",
+    "S-RES-1",
+    "S-LIFE-7",
+    "S-LIFE-8",
+    "S-MSG-10",
+    "S-LIFE-20",
+    "S-LIFE-2",
+    "S-LIFE-3",
+)
 @pytest.mark.parametrize(("version", "mode"), _cases("stdio"))
 def test_python_host_over_stdio(
     daemon: Daemon, demo_direct: dict[str, Any], version: str, mode: str | None
@@ -77,6 +88,19 @@ def test_python_host_over_stdio(
     _check_run(run, version, mode, demo_direct)
 
 
+@pytest.mark.obligation(
+    "S-TOOL-1",
+    "S-PROMPT-1",
+    "S-RES-1",
+    "S-LIFE-7",
+    "S-LIFE-8",
+    "S-MSG-10",
+    "S-LIFE-20",
+    "S-LIFE-2",
+    "S-LIFE-3",
+    "S-HTTP-5",
+    "S-HTTP-2",
+)
 @pytest.mark.parametrize(("version", "mode"), _cases("http"))
 def test_python_host_over_streamable_http(
     daemon: Daemon, demo_direct: dict[str, Any], version: str, mode: str | None
@@ -88,6 +112,7 @@ def test_python_host_over_streamable_http(
     _check_run(run, version, mode, demo_direct)
 
 
+@pytest.mark.obligation("S-LIFE-25")
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_hosts_of_every_era_at_once(
     daemon: Daemon, demo_direct: dict[str, Any], transport: str

@@ -20,6 +20,17 @@ from support.hosts import HOST_METHODS, answered, check_content, mcp_url, run_ho
 TS_REVISION = "2025-11-25"  # the SDK's LATEST_PROTOCOL_VERSION, which its initialize offers
 
 
+@pytest.mark.obligation(
+    "S-LIFE-2",
+    "S-LIFE-3",
+    "S-TOOL-1",
+    "S-PROMPT-1",
+    "S-RES-1",
+    "S-LIFE-8",
+    "S-HTTP-27",
+    "S-HTTP-30",
+    "S-HTTP-29",
+)
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_ts_host(daemon: Daemon, demo_direct: dict[str, Any], transport: str) -> None:
     target = mcp_url(daemon) if transport == "http" else ""

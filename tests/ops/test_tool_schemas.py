@@ -18,7 +18,7 @@ def _tool(schema: dict[str, Any]) -> dict[str, Any]:
     return {"name": "t", "inputSchema": schema}
 
 
-# C-SEC-7, S-MSG-15
+@pytest.mark.obligation("C-SEC-7", "S-MSG-15")
 def test_arguments_are_checked_in_the_dialect_the_schema_names() -> None:
     draft7 = {
         "$schema": "http://json-schema.org/draft-07/schema#",
@@ -34,7 +34,7 @@ def test_arguments_are_checked_in_the_dialect_the_schema_names() -> None:
     assert caught.value.status == 400 and caught.value.code == "invalid_input"
 
 
-# C-SEC-7, S-MSG-15
+@pytest.mark.obligation("C-SEC-7", "S-MSG-15")
 def test_an_unknown_dialect_is_a_clear_error_not_a_guess() -> None:
     schema = {"$schema": "https://example.com/my-dialect", "type": "object"}
     with pytest.raises(OpError) as caught:
@@ -77,7 +77,7 @@ def hits() -> Iterator[tuple[str, list[str]]]:
         thread.join(timeout=10)
 
 
-# C-SEC-8, S-MSG-17, S-MSG-18
+@pytest.mark.obligation("C-SEC-8", "S-MSG-17", "S-MSG-18")
 def test_a_network_ref_is_never_fetched_and_the_tool_is_refused(
     hits: tuple[str, list[str]],
 ) -> None:
@@ -96,7 +96,7 @@ def test_a_network_ref_is_never_fetched_and_the_tool_is_refused(
     _check_arguments("s", _tool(local), {"a": "x"})
 
 
-# S-MSG-18, C-SEC-8
+@pytest.mark.obligation("S-MSG-18", "C-SEC-8")
 def test_a_schema_of_deeply_nested_alternatives_is_refused_before_any_check() -> None:
     bomb: dict[str, Any] = {"type": "integer"}
     for _ in range(16):  # checked as is, a wrong value would cost 2**16 branches

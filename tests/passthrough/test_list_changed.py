@@ -16,13 +16,10 @@ import httpx
 import pytest
 
 from support.daemon import Daemon, running_daemon
+from support.modern import modern_headers, modern_meta, modern_request
 from support.peers import FIXTURES, peer_python
 
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = modern_meta(client=None)
 SUB_ID = "io.modelcontextprotocol/subscriptionId"
 
 
@@ -42,11 +39,8 @@ def daemon(
 
 
 def _modern(mcp: httpx.Client, method: str, params: dict[str, Any], name: str | None = None) -> Any:
-    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
-    if name is not None:
-        headers["Mcp-Name"] = name
-    frame = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": META}}
-    return mcp.post("/mcp", json=frame, headers=headers).json()
+    frame = modern_request(1, method, params, META)
+    return mcp.post("/mcp", json=frame, headers=modern_headers(method, name=name)).json()
 
 
 def _read_events(lines: Iterator[str], got: list[dict[str, Any]], want: int) -> None:
@@ -57,7 +51,7 @@ def _read_events(lines: Iterator[str], got: list[dict[str, Any]], want: int) -> 
                 return
 
 
-# S-TOOL-3, S-SUB-2, S-SUB-3, S-SUB-4
+@pytest.mark.obligation("S-TOOL-3", "S-SUB-2", "S-SUB-3", "S-SUB-4")
 def test_a_listen_stream_hears_of_tool_changes(daemon: Daemon) -> None:
     url = daemon.info["url"]
     frame = {
@@ -69,8 +63,7 @@ def test_a_listen_stream_hears_of_tool_changes(daemon: Daemon) -> None:
             "_meta": META,
         },
     }
-    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen"}
-    headers["Accept"] = "application/json, text/event-stream"
+    headers = modern_headers("subscriptions/listen", accept="application/json, text/event-stream")
     got: list[dict[str, Any]] = []
     with httpx.Client(base_url=url, timeout=30) as mcp:
         # The discover answer promises tool changes (pass-through) and never prompt ones.

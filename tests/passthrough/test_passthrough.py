@@ -71,6 +71,7 @@ def _result(peer: StdioPeer, method: str, params: dict[str, Any] | None = None) 
     return reply["result"]
 
 
+@pytest.mark.obligation("S-TOOL-2")
 def test_tools_are_the_upstreams_own_merged_then_the_gateways(
     host: StdioPeer, everything: StdioPeer
 ) -> None:

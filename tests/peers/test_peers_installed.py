@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from support.modern import PROTOCOL_VERSION, modern_headers, modern_meta
 from support.peers import (
     MODERN_REVISION,
     PEER_REVISIONS,
@@ -29,8 +30,6 @@ from support.peers import (
     everything_server_env,
     free_port,
     listen_addresses,
-    modern_headers,
-    modern_meta,
     node,
     peer_python,
     post,
@@ -41,6 +40,7 @@ from support.peers import (
     time_server_command,
 )
 from support.schemas import errors as schema_errors
+from support.waiting import wait_until
 
 LEGACY_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 BASE_TOOLS = {"echo", "add", "slow", "fail", "sample", "roots", "log"}
@@ -353,10 +353,7 @@ def test_running_server_times_out_and_ends_the_whole_group(tmp_path: Path) -> No
     ):
         pass
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(child), "the server's own child outlived it"
+    wait_until(lambda: not alive(child), timeout=5, message="the server's own child ending")
 
 
 def test_a_missing_peer_says_to_run_the_script(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -486,5 +483,5 @@ def test_bad_modern_is_a_minimal_2026_server() -> None:
         assert text_of(echoed) == "x"
         assert echoed["result"]["resultType"] == "complete"
         assert schema_errors(echoed["result"], MODERN_REVISION, "CallToolResult") == []
-        old = {"_meta": {**modern_meta(), "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}
+        old = {"_meta": {**modern_meta(), PROTOCOL_VERSION: "2099-01-01"}}
         assert peer.request(5, "tools/list", old)["error"]["code"] == -32022

@@ -20,6 +20,7 @@ import pytest
 
 from mcpx.pool._polls import left_out, unacknowledged_uris
 from support.daemon import Daemon, running_daemon
+from support.waiting import wait_until
 
 QUIET = Path(__file__).parents[1] / "fixtures" / "quiet_server.py"
 NOTE = "quiet://note"
@@ -68,14 +69,12 @@ def _call(daemon: Daemon, tool: str) -> None:
         assert api.post("/v1/call", json=body, timeout=60).status_code == 200
 
 
-# C-SUB-3
+@pytest.mark.obligation("C-SUB-3")
 @pytest.mark.parametrize("quiet", ["300ms"], indirect=True)
 def test_a_list_left_out_of_the_acknowledgement_is_polled(quiet: Daemon) -> None:
     assert _prompt_names(quiet) == ["first"]
     _call(quiet, "add_prompt")
-    deadline = time.monotonic() + 30
-    while _prompt_names(quiet) == ["first"] and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: _prompt_names(quiet) != ["first"], timeout=30, interval=0.1)
     assert _prompt_names(quiet) == ["added1", "first"]
     logged = [line["msg"] for line in quiet.log_lines()]
     assert any("acknowledged no ['prompts'] list changes: polling" in m for m in logged)
@@ -103,7 +102,7 @@ def _events(daemon: Daemon, got: list[dict[str, Any]], want: int, ready: threadi
                 return
 
 
-# C-SUB-3
+@pytest.mark.obligation("C-SUB-3")
 @pytest.mark.parametrize("quiet", ["300ms"], indirect=True)
 def test_a_resource_left_out_of_the_acknowledgement_is_polled(quiet: Daemon) -> None:
     got: list[dict[str, Any]] = []
@@ -113,10 +112,8 @@ def test_a_resource_left_out_of_the_acknowledgement_is_polled(quiet: Daemon) -> 
     assert ready.wait(30)
     assert got[0]["kind"] == "resource.watching" and got[0]["data"]["subscribed"] is True
     # The first read is the baseline, and an unchanged read says nothing.
-    deadline = time.monotonic() + 30
-    while not _logged(quiet, "acknowledged no subscription to") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1)
+    wait_until(lambda: _logged(quiet, "acknowledged no subscription to"), timeout=30)
+    time.sleep(1)  # a read or two: had an unchanged read said something, it would be here
     assert len(got) == 1
     _call(quiet, "edit_note")
     reader.join(timeout=30)

@@ -11,6 +11,7 @@ from mcpx.client import UpstreamError
 from mcpx.config import ServerConfig
 from mcpx.pool import PoolFull, UnknownServer, call_budget, open_pool
 from support.upstream import settings
+from support.waiting import await_until
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +45,7 @@ async def test_identity_scope_gets_one_instance_per_caller() -> None:
             assert len(pids) == 2
 
 
-# C-STDIO-13
+@pytest.mark.obligation("C-STDIO-13")
 async def test_shared_scope_is_one_instance_for_everyone() -> None:
     with anyio.fail_after(60):
         async with open_pool({"demo": demo()}, settings()) as pool:
@@ -82,10 +83,7 @@ async def test_pool_max_refuses_when_every_instance_is_busy() -> None:
             await _echo(pool, "alice")  # started and warm
             tg.start_soon(slow_call, pool)
             await busy.wait()
-            for _ in range(500):  # bounded: until the call is in flight on the instance
-                if pool.instances("demo")[0].in_flight:
-                    break
-                await anyio.sleep(0.01)
+            await await_until(lambda: pool.instances("demo")[0].in_flight, timeout=5)
             assert pool.instances("demo")[0].in_flight == 1
             with pytest.raises(PoolFull, match=r"pool\.max"):
                 await _echo(pool, "bob")
@@ -131,10 +129,7 @@ async def test_a_request_pending_on_a_stopped_instance_fails_at_once() -> None:
             await _echo(pool)  # started and warm
             tg.start_soon(slow_call, pool)
             [instance] = pool.instances("demo")
-            for _ in range(500):  # bounded: until the call is in flight on the instance
-                if instance.in_flight:
-                    break
-                await anyio.sleep(0.01)
+            await await_until(lambda: instance.in_flight, timeout=5)
             assert instance.in_flight == 1
             await instance.stop()
     [error] = failed

@@ -10,6 +10,7 @@ import pytest
 
 from mcpx.questions import Broker, QuestionClosed
 from mcpx.wire import InvalidParams
+from support.waiting import await_until
 
 pytestmark = pytest.mark.anyio
 
@@ -61,7 +62,7 @@ async def test_answer_is_validated_and_wakes_the_waiter(tmp_path: Path) -> None:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(waiter)
-        await anyio.sleep(0.01)
+        await await_until(lambda: q.id in broker._events)  # it is waiting
         broker.answer(q.id, {"env": "prod"})
     assert got == [{"action": "accept", "content": {"env": "prod"}}]
     with pytest.raises(QuestionClosed, match="answered"):
@@ -95,6 +96,7 @@ async def test_sampling_answers_are_the_result(tmp_path: Path) -> None:
 
 # C-SAMP-1 C-ELIC-1: a wrong answer is refused and the question stays open; a url
 # elicitation's empty answer is an accept (ElicitResult needs its action).
+@pytest.mark.obligation("C-SAMP-1", "C-ELIC-1")
 async def test_answers_are_made_valid_or_refused(tmp_path: Path) -> None:
     broker = _broker(tmp_path)
     q = broker.ask("s", "sampling/createMessage", {"messages": []}, identity=None, routing="broker")

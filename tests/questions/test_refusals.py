@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from mcpx.client import Asked
-from mcpx.ops import Relay
-from mcpx.questions import Broker, NativeFirst
+from mcpx.questions import Broker, CallsInFlight, NativeFirst
 from mcpx.questions._answers import broker_result, exposable_roots
 from mcpx.questions._asked import check_askable
 from mcpx.spec import at_or_after
@@ -37,6 +36,7 @@ def _refusal(method: str, params: dict[str, Any], rev: str) -> type[McpError] | 
 
 # C-SAMP-3 C-SREQ-4: tools/toolChoice without sampling.tools (never declared) is -32602
 # in every revision; C-SAMP-8: includeContext is never refused (the client may ignore it).
+@pytest.mark.obligation("C-SAMP-3", "C-SREQ-4", "C-SAMP-8")
 @pytest.mark.parametrize("rev", REVISIONS)
 def test_sampling_refusals_by_revision(rev: str) -> None:
     sampling = "sampling/createMessage"
@@ -50,6 +50,7 @@ def test_sampling_refusals_by_revision(rev: str) -> None:
 # C-ELIC-4 C-SREQ-4: form (or no mode) wherever elicitation was declared; url only where
 # elicitation.url was (2025-11-25 on); any other mode never; elicitation itself only
 # from 2025-06-18 (before: -32601, as for any undeclared kind).
+@pytest.mark.obligation("C-ELIC-4", "C-SREQ-4")
 @pytest.mark.parametrize("rev", REVISIONS)
 def test_elicitation_refusals_by_revision(rev: str) -> None:
     elicit = "elicitation/create"
@@ -66,10 +67,11 @@ def test_elicitation_refusals_by_revision(rev: str) -> None:
 
 
 # C-SREQ-4: refused before anyone is asked: nothing reaches the broker.
+@pytest.mark.obligation("C-SREQ-4")
 @pytest.mark.anyio
 async def test_a_refused_question_is_never_held(tmp_path: Path) -> None:
     broker = Broker(tmp_path / "q.db")
-    native = NativeFirst(broker, Relay(), lambda: None)
+    native = NativeFirst(broker, CallsInFlight(), lambda: None)
     with pytest.raises(InvalidParams, match=r"sampling\.tools"):
         await native.answer(
             "sampling/createMessage", {**SAMPLE, "tools": []}, Asked("s", "2025-11-25")
@@ -81,6 +83,7 @@ async def test_a_refused_question_is_never_held(tmp_path: Path) -> None:
 
 # C-ROOTS-3 C-ROOTS-4: only file:// URIs without ".." segments (decoded) are exposed; the
 # others are dropped one by one, each logged with why.
+@pytest.mark.obligation("C-ROOTS-3", "C-ROOTS-4")
 def test_roots_are_cut_to_file_uris_without_traversal(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, "mcpx.questions")
     given = {
@@ -107,6 +110,7 @@ def test_roots_are_cut_to_file_uris_without_traversal(caplog: pytest.LogCaptureF
 
 
 # C-ELIC-1 (ElicitResult.action is required): a url elicitation's answer is consent only.
+@pytest.mark.obligation("C-ELIC-1")
 def test_a_url_elicitation_answer_is_an_accept() -> None:
     url = {"mode": "url", "message": "go", "url": "https://example.test", "elicitationId": "1"}
     elicit = "elicitation/create"
@@ -119,6 +123,7 @@ def test_a_url_elicitation_answer_is_an_accept() -> None:
 
 # C-ELIC-9: a form answer holds only the schema's fields, of ElicitResult's value types,
 # matching the schema; a form with no schema still becomes an ElicitResult.
+@pytest.mark.obligation("C-ELIC-9")
 def test_form_answers_are_checked() -> None:
     form = {"message": "name?", "requestedSchema": FORM}
     elicit = "elicitation/create"
@@ -137,6 +142,7 @@ def test_form_answers_are_checked() -> None:
 
 # C-SAMP-1: a sampling answer is a CreateMessageResult (role, one block, model), nothing
 # more; C-ROOTS-3: a roots answer is a list of roots.
+@pytest.mark.obligation("C-SAMP-1", "C-ROOTS-3")
 @pytest.mark.parametrize(
     ("method", "content", "field"),
     [

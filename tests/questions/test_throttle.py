@@ -22,6 +22,7 @@ import pytest
 from mcpx.questions import THROTTLED, Throttle
 from mcpx.wire import McpError
 from support.daemon import Daemon, running_daemon
+from support.waiting import wait_until
 
 ASKER = Path(__file__).parents[1] / "fixtures" / "asker_server.py"
 SAMPLE = "sampling/createMessage"
@@ -113,9 +114,7 @@ def _flood(daemon: Daemon, n: int, admitted: int) -> list[dict[str, Any]]:
     are in the broker (nobody else can answer), they are declined; the call's result:
     what the upstream heard for each question, in order."""
     thread, replies = _asking(daemon, _elicitations(n))
-    deadline = time.monotonic() + 60
-    while len(_pending(daemon)) < admitted and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: len(_pending(daemon)) >= admitted, timeout=60)
     time.sleep(0.3)  # had there been more admitted, they would show by now
     held = _pending(daemon)
     assert len(held) == admitted, held
@@ -138,7 +137,7 @@ def throttled(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Daemon
         yield daemon
 
 
-# C-ELIC-8 C-SAMP-10
+@pytest.mark.obligation("C-ELIC-8", "C-SAMP-10")
 @pytest.mark.parametrize("throttled", [{"proto.questionsOpen": 3}], indirect=True)
 def test_an_upstream_gets_at_most_its_open_questions_held_and_the_rest_refused(
     throttled: Daemon,
@@ -153,7 +152,7 @@ def test_an_upstream_gets_at_most_its_open_questions_held_and_the_rest_refused(
     assert not _pending(throttled)  # nothing left behind for the refused ones
 
 
-# C-ELIC-8 C-SAMP-10
+@pytest.mark.obligation("C-ELIC-8", "C-SAMP-10")
 @pytest.mark.parametrize(
     "throttled", [{"proto.questionsOpen": 100, "proto.questionRate": 1}], indirect=True
 )
@@ -184,7 +183,7 @@ def _calls_received(log: Path) -> list[dict[str, Any]]:
     return [f for f in frames if f.get("method") == "tools/call"]
 
 
-# C-ELIC-8 C-SAMP-10
+@pytest.mark.obligation("C-ELIC-8", "C-SAMP-10")
 @pytest.mark.parametrize(
     "modern_asker", [{"proto.questionsOpen": 100, "proto.questionRate": 1}], indirect=True
 )
@@ -194,15 +193,18 @@ def test_a_modern_round_leaves_the_refused_questions_out_of_its_retry(
     daemon, log = modern_asker
     thread, replies = _asking(daemon, _round(12))
     declined = 0
-    deadline = time.monotonic() + 60
-    # Asked one after another: each is declined as it comes. Twelve take well under the
-    # eight seconds that would refill the burst of four for all of them.
-    while thread.is_alive() and time.monotonic() < deadline:
+
+    def declined_all_until_done() -> bool:
+        nonlocal declined
         with daemon.http() as api:
             for question in _pending(daemon):
                 assert api.post(f"/v1/questions/{question['id']}/decline").status_code == 200
                 declined += 1
-        time.sleep(0.05)
+        return not thread.is_alive()
+
+    # Asked one after another: each is declined as it comes. Twelve take well under the
+    # eight seconds that would refill the burst of four for all of them.
+    wait_until(declined_all_until_done, timeout=60)
     thread.join(timeout=10)
     assert replies and replies[0].status_code == 200, replies
     body = replies[0].json()
@@ -215,16 +217,14 @@ def test_a_modern_round_leaves_the_refused_questions_out_of_its_retry(
     assert any("left unanswered" in line["msg"] for line in daemon.log_lines())
 
 
-# C-ELIC-8 C-SAMP-10
+@pytest.mark.obligation("C-ELIC-8", "C-SAMP-10")
 @pytest.mark.parametrize("modern_asker", [{"proto.questionsOpen": 1}], indirect=True)
 def test_a_modern_round_whose_questions_are_all_refused_fails_at_once(
     modern_asker: tuple[Daemon, Path],
 ) -> None:
     daemon, log = modern_asker
     first, replies = _asking(daemon, _round(1))
-    deadline = time.monotonic() + 60
-    while not _pending(daemon) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: _pending(daemon), timeout=60)
     [held] = _pending(daemon)  # the one open question the setting allows
     with daemon.http() as api:
         body = {"server": "asker", "tool": "ask", "arguments": _round(2)}

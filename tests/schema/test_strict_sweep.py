@@ -8,13 +8,10 @@ from typing import Any
 import pytest
 
 from mcpx.spec import REVISIONS, at_or_after
+from support.modern import modern_meta
 from support.schemas import FrameLog, errors, frame_errors, methods, strict_schema
 
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-}
+MODERN_META = modern_meta(client="t")
 
 
 def _params(rev: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mcpx.ops._completion import declares_completions, from_catalogue
 
 ENTRY = {
@@ -44,7 +46,7 @@ def test_only_a_declaration_is_trusted() -> None:
     assert declares_completions({"resources": []})
 
 
-# S-COMP-2
+@pytest.mark.obligation("S-COMP-2")
 def test_a_relayed_completion_carries_at_most_100_values() -> None:
     from mcpx.server._surface import _at_most_100
 

@@ -45,6 +45,7 @@ def test_initialize_records_the_handshake() -> None:
 
 
 # S-LIFE-14: capabilities come from this request's _meta, never from an earlier one.
+@pytest.mark.obligation("S-LIFE-14")
 def test_for_request_never_infers_from_earlier_requests() -> None:
     conn = Conn("http")
     first = conn.for_request(modern_params({"elicitation": {}}))
@@ -56,6 +57,7 @@ def test_for_request_never_infers_from_earlier_requests() -> None:
 
 
 # S-LOG-4: no logLevel in _meta, no log messages for that request.
+@pytest.mark.obligation("S-LOG-4")
 def test_for_request_log_level_and_client_info() -> None:
     view = Conn("http").for_request(
         modern_params(

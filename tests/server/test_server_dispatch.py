@@ -98,7 +98,7 @@ def _text(result: dict[str, Any]) -> str:
     return "".join(b["text"] for b in result["content"] if b["type"] == "text")
 
 
-# S-TOOL-5, S-TOOL-6
+@pytest.mark.obligation("S-TOOL-5", "S-TOOL-6")
 async def test_tools_are_mcpx_own_in_a_fixed_order(rev: str, sent_frames: FrameLog) -> None:
     async with host(rev, sent_frames) as peer:
         tools = (await peer.result("tools/list"))["tools"]
@@ -110,7 +110,7 @@ async def test_tools_are_mcpx_own_in_a_fixed_order(rev: str, sent_frames: FrameL
         assert set(call["properties"]) == {"server", "tool", "arguments", "timeout"}
 
 
-# S-TOOL-13
+@pytest.mark.obligation("S-TOOL-13")
 async def test_mcpx_call_carries_the_upstream_result(rev: str, sent_frames: FrameLog) -> None:
     async with host(rev, sent_frames) as peer:
         args = {"server": "demo", "tool": "echo", "arguments": {"text": "hi there"}}
@@ -131,7 +131,7 @@ async def test_search_tools_returns_a_handful(rev: str, sent_frames: FrameLog) -
         assert ("structuredContent" in result) == has_structured
 
 
-# S-TOOL-13, S-TOOL-15
+@pytest.mark.obligation("S-TOOL-13", "S-TOOL-15")
 async def test_servers_and_op_errors(rev: str, sent_frames: FrameLog) -> None:
     async with host(rev, sent_frames) as peer:
         result = await peer.result("tools/call", {"name": "mcpx_servers", "arguments": {}})
@@ -144,7 +144,7 @@ async def test_servers_and_op_errors(rev: str, sent_frames: FrameLog) -> None:
         assert bad["isError"] is True
 
 
-# S-TOOL-15
+@pytest.mark.obligation("S-TOOL-15")
 async def test_unknown_tool_is_invalid_params(rev: str, sent_frames: FrameLog) -> None:
     async with host(rev, sent_frames) as peer:
         answer = await peer.ask("tools/call", {"name": "nope", "arguments": {}})
@@ -163,7 +163,7 @@ async def test_prompts_are_renamed_and_forwarded(rev: str, sent_frames: FrameLog
         assert missing["error"]["code"] == -32602
 
 
-# C-ERR-4
+@pytest.mark.obligation("C-ERR-4")
 async def test_resources_read_back_through_mcpx_uris(rev: str, sent_frames: FrameLog) -> None:
     async with host(rev, sent_frames) as peer:
         resources = (await peer.result("resources/list"))["resources"]
@@ -196,7 +196,7 @@ async def test_completion_is_forwarded(rev: str, sent_frames: FrameLog) -> None:
             assert done["completion"]["values"] == ["Ada", "Alan"]
 
 
-# S-PAGE-2, S-PAGE-3, S-PAGE-4
+@pytest.mark.obligation("S-PAGE-2", "S-PAGE-3", "S-PAGE-4")
 async def test_pagination_and_cursors(rev: str, sent_frames: FrameLog) -> None:
     async with host(rev, sent_frames, mcp__pageSize="2") as peer:
         first = await peer.result("tools/list")
@@ -250,7 +250,7 @@ async def test_legacy_utilities(legacy: str, sent_frames: FrameLog) -> None:
         assert await dispatch(note, peer.conn, peer.ctx, settings=peer.config) is None
 
 
-# C-LC-10, C-LC-11
+@pytest.mark.obligation("C-LC-10", "C-LC-11")
 async def test_completion_from_the_catalogue_when_undeclared(sent_frames: FrameLog) -> None:
     # mcp 1.2.1 predates completions: it declares none and would answer -32601 if asked.
     from support.peers import sdk_server_command

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpx.server._uris import gateway_template, gateway_uri, original_uri, split_gateway
+from mcpx.ops import gateway_template, gateway_uri, original_uri, split_gateway
 
 
 def _back(uri: str, resources: tuple[str, ...] = (), templates: tuple[str, ...] = ()) -> str:

@@ -22,7 +22,7 @@ CASES: list[tuple[str, dict[str, Any] | None, Conn, str | None]] = [
 ]
 
 
-# S-SEC-6
+@pytest.mark.obligation("S-LIFE-14", "S-SEC-6")
 @pytest.mark.parametrize(
     ("meta", "conn", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )

@@ -48,6 +48,7 @@ def base(method: str = "tools/call", name: str | None = "run") -> dict[str, str]
 
 
 # S-LIFE-18: a missing required _meta field is -32602 naming it.
+@pytest.mark.obligation("S-LIFE-18")
 @pytest.mark.parametrize(
     ("params", "named"),
     [
@@ -104,6 +105,7 @@ OK_CASES: list[tuple[str, dict[str, str], dict[str, Any]]] = [
 ]
 
 
+@pytest.mark.obligation("S-HTTP-43", "S-HTTP-39", "S-HTTP-42", "S-HTTP-41", "S-HTTP-44")
 @pytest.mark.parametrize(
     ("headers", "frame"), [c[1:] for c in OK_CASES], ids=[c[0] for c in OK_CASES]
 )
@@ -180,6 +182,9 @@ BAD_CASES: list[tuple[str, dict[str, str], dict[str, Any], str]] = [
 ]
 
 
+@pytest.mark.obligation(
+    "S-HTTP-37", "S-HTTP-33", "S-HTTP-38", "S-HTTP-43", "S-HTTP-41", "S-HTTP-40"
+)
 @pytest.mark.parametrize(
     ("headers", "frame", "says"), [c[1:] for c in BAD_CASES], ids=[c[0] for c in BAD_CASES]
 )
@@ -193,6 +198,7 @@ def test_check_headers_refuses(headers: dict[str, str], frame: dict[str, Any], s
 
 
 # S-HTTP-38, S-TASKX-17: Mcp-Name mirrors uri for resources/read and taskId for tasks.
+@pytest.mark.obligation("S-HTTP-38", "S-TASKX-17")
 @pytest.mark.parametrize(
     ("method", "field"),
     [("resources/read", "uri"), ("prompts/get", "name"), ("tasks/get", "taskId")],
@@ -221,6 +227,7 @@ def test_invalid_annotations_expect_no_param_headers() -> None:
 
 
 # S-HTTP-39: whatever the client encodes, the server decodes to the same body value.
+@pytest.mark.obligation("S-HTTP-39")
 @given(st.text())
 def test_encoded_strings_always_match(text: str) -> None:
     try:
@@ -231,6 +238,7 @@ def test_encoded_strings_always_match(text: str) -> None:
 
 
 # S-HTTP-42: any safe integer matches its decimal and its float spelling.
+@pytest.mark.obligation("S-HTTP-42")
 @given(st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1))
 def test_integers_match_numerically(n: int) -> None:
     check_headers({**base(), "Mcp-Param-Limit": str(n)}, call(limit=n), tool_input_schema=SCHEMA)

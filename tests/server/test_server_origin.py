@@ -71,11 +71,13 @@ FAIL = [
 ]
 
 
+@pytest.mark.obligation("S-SEC-1")
 @pytest.mark.parametrize("origin", PASS)
 def test_origin_passes(origin: str | None) -> None:
     assert origin_allowed(origin, own=OWN, allowed=ALLOWED)
 
 
+@pytest.mark.obligation("S-SEC-1", "S-SEC-2")
 @pytest.mark.parametrize("origin", FAIL)
 def test_origin_fails(origin: str) -> None:
     assert not origin_allowed(origin, own=OWN, allowed=ALLOWED)
@@ -87,6 +89,7 @@ def test_nothing_configured_still_allows_loopback_only() -> None:
 
 
 # S-SEC-1: a host with "localhost" or "127.0.0.1" in front of a suffix never passes.
+@pytest.mark.obligation("S-SEC-1")
 @given(st.from_regex(r"[a-z0-9]{1,10}(\.[a-z0-9]{1,10}){0,2}", fullmatch=True))
 def test_suffix_after_loopback_name_fails(suffix: str) -> None:
     for host in ("localhost", "127.0.0.1"):

@@ -23,7 +23,7 @@ def plain(method: str = "tools/list", **params: Any) -> dict[str, Any]:
 
 
 # S-LIFE-3, S-LIFE-4: the same legacy version back, else a counter-offer (never an error).
-# S-LIFE-5
+@pytest.mark.obligation("S-LIFE-3", "S-LIFE-4", "S-LIFE-5")
 @pytest.mark.parametrize(
     ("requested", "expected"),
     [
@@ -69,6 +69,7 @@ JUDGE_CASES: list[tuple[str, dict[str, Any], Conn, str, str | None, str]] = [
 ]
 
 
+@pytest.mark.obligation("S-LIFE-25", "S-HTTP-31")
 @pytest.mark.parametrize(
     ("frame", "conn", "transport", "header", "expected"),
     [c[1:] for c in JUDGE_CASES],
@@ -81,6 +82,7 @@ def test_judge(
 
 
 # S-LIFE-13, S-HTTP-34: an unimplemented version in _meta is -32022 with supported/requested.
+@pytest.mark.obligation("S-LIFE-13", "S-HTTP-34")
 @pytest.mark.parametrize("version", ["1900-01-01", "2025-11-25", "2024-11-05"])
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_judge_unsupported_modern_version(version: str, transport: Any) -> None:
@@ -95,6 +97,7 @@ def test_judge_unsupported_modern_version(version: str, transport: Any) -> None:
 
 
 # S-HTTP-33: header and _meta disagree (or the header is missing) -> -32020, before -32022.
+@pytest.mark.obligation("S-HTTP-33")
 @pytest.mark.parametrize(
     ("meta_version", "header"),
     [("2025-11-25", NEWEST), (NEWEST, "2025-11-25"), (NEWEST, None), ("1900-01-01", NEWEST)],
@@ -107,6 +110,7 @@ def test_judge_header_disagrees_with_meta(meta_version: str, header: str | None)
 
 
 # S-HTTP-32: a header naming no revision is a 400.
+@pytest.mark.obligation("S-HTTP-32")
 def test_judge_garbage_header() -> None:
     with pytest.raises(UnsupportedProtocolVersion) as info:
         judge(plain(), Conn("http"), transport="http", header_version="1900-01-01")
@@ -125,6 +129,7 @@ REMOVED_IN_2026 = [
 
 
 # S-HTTP-35, S-RES-5: methods 2026-07-28 removed are -32601 (HTTP 404) to a modern peer.
+@pytest.mark.obligation("S-HTTP-35", "S-RES-5")
 @pytest.mark.parametrize("method", REMOVED_IN_2026)
 def test_removed_methods_refused_for_modern(method: str) -> None:
     with pytest.raises(MethodNotFound) as info:
@@ -135,6 +140,7 @@ def test_removed_methods_refused_for_modern(method: str) -> None:
 
 
 # S-LIFE-11, S-LOG-2: the same methods stay for every legacy revision.
+@pytest.mark.obligation("S-LIFE-11", "S-LOG-2")
 @pytest.mark.parametrize("method", REMOVED_IN_2026)
 @pytest.mark.parametrize("revision", LEGACY)
 def test_removed_methods_kept_for_legacy(method: str, revision: str) -> None:

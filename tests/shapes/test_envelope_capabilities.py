@@ -122,6 +122,7 @@ def test_capabilities_validate_strictly(rev: str, flags: tuple[bool, ...]) -> No
     assert errors(caps, rev, "ServerCapabilities") == []
 
 
+@pytest.mark.obligation("S-LOG-1")
 @pytest.mark.parametrize("flags", FLAGS)
 @pytest.mark.parametrize("rev", spec.REVISIONS)
 def test_capability_rules(rev: str, flags: tuple[bool, ...]) -> None:

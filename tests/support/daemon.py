@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import httpx
 
 from .peers import bad_server_command, sdk_server_command
 from .schemas import frame_errors
+from .waiting import wait_until
 
 # The revision a frame sent before any revision was judged (an HTTP refusal) is held to.
 _UNJUDGED = "2025-11-25"
@@ -92,16 +92,14 @@ class Daemon:
     def open_question(self, message: str, limit: float = 60) -> dict[str, Any]:
         """The broker's open question whose message is ``message``, once it is there
         (within ``limit`` seconds)."""
-        deadline = time.monotonic() + limit
-        while True:
+
+        def found() -> list[dict[str, Any]]:
             with self.http() as api:
                 listed = api.get("/v1/questions").json()["questions"]
-            found = [q for q in listed if q["params"].get("message") == message]
-            if found:
-                [question] = found
-                return dict(question)
-            assert time.monotonic() < deadline, f"no question {message!r} in the broker"
-            time.sleep(0.05)
+            return [q for q in listed if q["params"].get("message") == message]
+
+        [question] = wait_until(found, timeout=limit, message=f"a question {message!r}")
+        return dict(question)
 
     def frame_problems(self) -> list[str]:
         """How each traced frame fails its revision's schema (strict)."""
@@ -119,27 +117,23 @@ class Daemon:
 
 
 def _wait_up(proc: subprocess.Popen[bytes], info_path: Path, limit: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
+    def up() -> dict[str, Any] | None:
         if proc.poll() is not None:
             raise RuntimeError(f"the daemon exited with status {proc.returncode}")
-        if info_path.exists():
-            try:
-                info: dict[str, Any] = json.loads(info_path.read_text())
-            except ValueError:  # being written
-                info = {}
-            if info.get("pid") != proc.pid:  # not yet this daemon's (a killed one's)
-                time.sleep(0.05)
-                continue
-            transport = httpx.HTTPTransport(uds=info["socket"])
-            try:
-                with httpx.Client(transport=transport, base_url="http://mcpx") as client:
-                    if client.get("/health", timeout=2).status_code == 200:
-                        return info
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.05)
-    raise RuntimeError("the daemon did not come up")
+        try:
+            info: dict[str, Any] = json.loads(info_path.read_text())
+        except (OSError, ValueError):  # not written yet, or being written
+            return None
+        if info.get("pid") != proc.pid:  # not yet this daemon's (a killed one's)
+            return None
+        transport = httpx.HTTPTransport(uds=info["socket"])
+        try:
+            with httpx.Client(transport=transport, base_url="http://mcpx") as client:
+                return info if client.get("/health", timeout=2).status_code == 200 else None
+        except httpx.HTTPError:
+            return None
+
+    return wait_until(up, timeout=limit, message="the daemon coming up")
 
 
 @contextmanager

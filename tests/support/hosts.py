@@ -25,7 +25,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from .peers import (
     peer_python,
 )
 from .peers import node as node_binary
+from .waiting import WaitTimedOut, wait_until
 
 SDK_HOST = FIXTURES / "sdk_host.py"
 TS_HOST = FIXTURES / "ts_host.mjs"
@@ -143,11 +143,13 @@ class HostRun:
 def _ended(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Has the process exited within ``timeout`` s? It is left unreaped (a zombie), so its
     process group id stays ours while the rest of the group is killed."""
-    deadline = time.monotonic() + timeout
-    while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is None:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
+    try:
+        wait_until(
+            lambda: os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG),
+            timeout=timeout,
+        )
+    except WaitTimedOut:
+        return False
     return True
 
 

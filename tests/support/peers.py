@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urljoin, urlsplit
 
+from .waiting import WaitTimedOut, wait_until
+
 PROJECT = Path(__file__).resolve().parents[2]
 TOOLING = PROJECT / ".tooling"
 PEERS = TOOLING / "peers"
@@ -190,11 +192,14 @@ def listen_addresses(port: int) -> set[str]:
 def _exited(proc: subprocess.Popen[Any], timeout: float) -> bool:
     """Has the process exited (within ``timeout`` s)? It is left unreaped, a zombie, so its
     PID and process group id cannot be reused while we still signal the group."""
-    deadline = time.monotonic() + timeout
-    while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is None:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
+    try:
+        wait_until(
+            lambda: os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG),
+            timeout=timeout,
+            interval=0.02,
+        )
+    except WaitTimedOut:
+        return False
     return True
 
 
@@ -262,23 +267,26 @@ def running_server(
             env=dict(env) if env is not None else None,
             start_new_session=True,
         )
+
+        def listening() -> bool:
+            if _exited(proc, 0):
+                raise PeerFailed(
+                    f"{argv[0]} {_status(proc)} before listening on {port}:\n" + _tail(log)
+                )
+            try:
+                with socket.create_connection((LOOPBACK, port), timeout=0.5):
+                    return True
+            except OSError:
+                return False
+
         try:
-            deadline = time.monotonic() + ready_timeout
-            while True:
-                if _exited(proc, 0):
-                    raise PeerFailed(
-                        f"{argv[0]} {_status(proc)} before listening on {port}:\n" + _tail(log)
-                    )
-                try:
-                    with socket.create_connection((LOOPBACK, port), timeout=0.5):
-                        break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise PeerFailed(
-                            f"{argv[0]} not listening on {LOOPBACK}:{port} "
-                            f"after {ready_timeout}s:\n" + _tail(log)
-                        ) from None
-                    time.sleep(0.05)
+            try:
+                wait_until(listening, timeout=ready_timeout)
+            except WaitTimedOut:
+                raise PeerFailed(
+                    f"{argv[0]} not listening on {LOOPBACK}:{port} "
+                    f"after {ready_timeout}s:\n" + _tail(log)
+                ) from None
             yield proc
         finally:
             _end(proc)
@@ -697,20 +705,6 @@ def sse_session(base_url: str, **kw: Any) -> Iterator[SseSession]:
         yield session
     finally:
         session.close()
-
-
-def modern_meta(client: str = "mcpx-tests") -> dict[str, Any]:
-    """The per-request ``_meta`` envelope of a 2026-07-28 request."""
-    return {
-        "io.modelcontextprotocol/protocolVersion": MODERN_REVISION,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "0"},
-    }
-
-
-def modern_headers(method: str) -> dict[str, str]:
-    """The HTTP headers of a 2026-07-28 request."""
-    return {"MCP-Protocol-Version": MODERN_REVISION, "Mcp-Method": method}
 
 
 def initialize_params(

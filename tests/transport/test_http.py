@@ -25,7 +25,7 @@ from transport.http_server import TestServer
 pytestmark = pytest.mark.anyio
 
 
-# C-HTTP-2, C-HTTP-3
+@pytest.mark.obligation("C-HTTP-2", "C-HTTP-3")
 async def test_json_answer_carries_all_headers(http: TestServer, client: Any) -> None:
     configured = {"Authorization": "Bearer secret-token"}
     async with open_streamable_http(http.url, headers=configured, client=client) as t:
@@ -52,7 +52,7 @@ async def test_json_answer_carries_all_headers(http: TestServer, client: Any) ->
     assert "mcp-session-id" not in headers
 
 
-# C-HTTP-3, C-HTTP-37
+@pytest.mark.obligation("C-HTTP-3", "C-HTTP-37")
 async def test_sse_answer_streams_notifications_and_requests_first(
     http: TestServer, client: Any
 ) -> None:
@@ -66,7 +66,7 @@ async def test_sse_answer_streams_notifications_and_requests_first(
     ]
 
 
-# C-HTTP-4
+@pytest.mark.obligation("C-HTTP-4")
 async def test_a_batch_json_response_is_split(http: TestServer, client: Any) -> None:
     async with open_streamable_http(http.url, client=client) as t:
         await t.send(request(3, "batch"))
@@ -262,7 +262,7 @@ async def test_sse_answers_give_their_connection_back(http: TestServer, client: 
     assert len(http.ports()) <= 2
 
 
-# C-HTTP-15
+@pytest.mark.obligation("C-HTTP-15")
 async def test_concurrent_requests_each_get_their_answer(http: TestServer, client: Any) -> None:
     async with open_streamable_http(http.url, client=client) as t:
         async with anyio.create_task_group() as tg:

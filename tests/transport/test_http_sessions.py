@@ -19,7 +19,7 @@ from transport.http_server import TestServer
 pytestmark = pytest.mark.anyio
 
 
-# C-HTTP-9, C-HTTP-12
+@pytest.mark.obligation("C-HTTP-9", "C-HTTP-12")
 async def test_session_id_is_captured_and_sent_back(http: TestServer, client: Any) -> None:
     async with open_streamable_http(http.url, client=client) as t:
         await t.send(request(1, "initialize"))
@@ -75,7 +75,7 @@ async def test_a_late_echo_from_a_dead_session_is_not_adopted(
         assert await t.abort(2)
 
 
-# C-HTTP-14, C-HTTP-18, C-HTTP-19
+@pytest.mark.obligation("C-HTTP-14", "C-HTTP-18", "C-HTTP-19")
 async def test_a_stream_with_event_ids_is_resumed_by_get(http: TestServer, client: Any) -> None:
     async with open_streamable_http(http.url, client=client) as t:
         await t.send(request(15, "resumable"), SSE)
@@ -87,7 +87,7 @@ async def test_a_stream_with_event_ids_is_resumed_by_get(http: TestServer, clien
     assert gets[0].headers["accept"] == "text/event-stream"
 
 
-# C-HTTP-7, C-HTTP-9, C-HTTP-14, C-HTTP-16
+@pytest.mark.obligation("C-HTTP-7", "C-HTTP-9", "C-HTTP-14", "C-HTTP-16")
 async def test_the_listen_stream_delivers_pushed_frames(http: TestServer, client: Any) -> None:
     async with open_streamable_http(http.url, client=client) as t:
         await t.send(request(1, "initialize"))
@@ -109,7 +109,7 @@ async def test_the_listen_stream_delivers_pushed_frames(http: TestServer, client
     assert delete.headers["mcp-protocol-version"] == "2025-06-18"
 
 
-# C-HTTP-13
+@pytest.mark.obligation("C-HTTP-13")
 async def test_a_server_without_listen_stream_answers_405(http: TestServer, client: Any) -> None:
     http.get_mode = "405"
     async with open_streamable_http(http.url, client=client) as t:
@@ -117,7 +117,7 @@ async def test_a_server_without_listen_stream_answers_405(http: TestServer, clie
         assert not t.listening
 
 
-# C-HTTP-18
+@pytest.mark.obligation("C-HTTP-18")
 async def test_the_listen_stream_resumes_with_last_event_id(http: TestServer, client: Any) -> None:
     http.get_mode = "drop"
     async with open_streamable_http(http.url, client=client) as t:
@@ -129,7 +129,7 @@ async def test_the_listen_stream_resumes_with_last_event_id(http: TestServer, cl
     assert [g.headers.get("last-event-id") for g in gets] == [None, "g-1"]
 
 
-# C-HTTP-12
+@pytest.mark.obligation("C-HTTP-12")
 async def test_delete_405_is_ignored_and_no_session_no_delete(
     http: TestServer, client: Any
 ) -> None:

@@ -34,7 +34,7 @@ async def receive(t: LegacySseTransport) -> Inbound:
         return await t.receive()
 
 
-# C-SSE-1, C-SSE-2
+@pytest.mark.obligation("C-SSE-1", "C-SSE-2")
 async def test_round_trip_over_the_endpoint(http: TestServer, client: Any) -> None:
     headers = {"Authorization": "Bearer legacy"}
     async with open_legacy_sse(f"{http.base}/sse", headers=headers, client=client) as t:
@@ -79,7 +79,7 @@ async def test_an_endpoint_on_another_origin_is_refused(http: TestServer, client
     await http.until(lambda: "x-disconnect" in http.events)
 
 
-# C-SSE-1
+@pytest.mark.obligation("C-SSE-1")
 async def test_no_endpoint_event_in_time(http: TestServer, client: Any) -> None:
     with anyio.fail_after(10), pytest.raises(TransportClosed, match="no endpoint event"):
         async with open_legacy_sse(f"{http.base}/sse-silent", client=client, endpoint_timeout=0.3):

@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from mcpx.transport._pipes import _HIGH, PipeReceiveStream, PipeSendStream
+from support.waiting import await_until
 
 pytestmark = pytest.mark.anyio
 
@@ -122,7 +123,7 @@ async def test_close_wakes_a_waiting_receive(pipe: _Pipe) -> None:
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(_expect_closed, pipe.stream)
-            await anyio.sleep(0.05)
+            await await_until(lambda: pipe.stream._waiter is not None)  # it is waiting
             pipe.stream.close()
 
 
@@ -148,7 +149,7 @@ async def test_a_writer_faster_than_the_reader_is_held_back_not_lost() -> None:
     writer = threading.Thread(target=write)
     writer.start()
     try:
-        await anyio.sleep(0.2)  # let the writer get ahead
+        await await_until(lambda: stream._paused)  # the writer got ahead: reading paused
         assert stream._size <= _HIGH + len(chunk)  # paused, not buffering all of it
         got = await _all(stream)
         assert len(got) == total

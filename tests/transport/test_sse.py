@@ -96,7 +96,7 @@ def test_an_oversized_event_is_refused_across_data_lines() -> None:
         parser.feed("data: 0123456789\n")
 
 
-# C-HTTP-37
+@pytest.mark.obligation("C-HTTP-37")
 def test_keep_alive_comments_never_add_up() -> None:
     parser = SseParser(50)
     for _ in range(1000):

@@ -221,7 +221,7 @@ async def test_close_ends_the_process_group(script: Any) -> None:
     await wait_gone(child)
 
 
-# C-STDIO-7
+@pytest.mark.obligation("C-STDIO-7")
 async def test_sigterm_ignored_still_killed(script: Any, fast_shutdown: None) -> None:
     command, args = script("ignore_sigterm")
     started = time.monotonic()

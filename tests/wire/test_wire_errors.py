@@ -132,6 +132,7 @@ HTTP: list[tuple[int, int]] = [
     (-32020, 400),
     (-32021, 400),
     (-32022, 400),
+    (-429, 429),  # mcpx's Throttled
     # anything else: the receiver failed, and a 400/404 would send a probing client
     # back to the legacy transport
     (-32000, 500),

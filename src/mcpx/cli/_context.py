@@ -19,6 +19,7 @@ import click
 from mcpx.config import (
     CONFIG_FLAG,
     SETTINGS,
+    BooleanKind,
     ConfigError,
     ConfigLocation,
     SettingError,
@@ -47,7 +48,20 @@ class UsageFailure(click.ClickException):
 def settings_options(f: F) -> F:
     for param, name in reversed(_PARAM.items()):
         s = SETTINGS[name]
-        f = click.option(*s.flags, param, default=None, hidden=True, help=s.doc)(f)
+        if isinstance(s.kind, BooleanKind):
+            # Alone, a boolean setting's flag means true (`--insecure-no-auth`); a value may follow.
+            option = click.option(
+                *s.flags,
+                param,
+                default=None,
+                hidden=True,
+                help=s.doc,
+                is_flag=False,
+                flag_value="true",
+            )
+        else:
+            option = click.option(*s.flags, param, default=None, hidden=True, help=s.doc)
+        f = option(f)
     f = click.option(
         CONFIG_FLAG,
         _CONFIG_PARAM,

@@ -4,6 +4,11 @@
 A command that needs the daemon and finds none starts it in the background
 and says so on stderr. The daemon is found through ``<state>/daemon.json``
 and reached over its unix socket.
+
+What a daemon started so says on its stderr while it starts (a warning, or why it
+refused to start) reaches the command's stderr: it is written to
+``<state>/daemon.stderr`` (a file, not a pipe: the daemon outlives the command, and a
+pipe nobody reads would fail its later writes) and shown once the daemon is up or gone.
 """
 
 from __future__ import annotations
@@ -98,23 +103,32 @@ class DaemonClient:
         argv = [sys.executable, "-m", "mcpx", "daemon", "--state-dir", str(self.paths.state)]
         if self.loaded.config:
             argv += ["--config", str(self.loaded.config.path)]
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        said = self.paths.state / _STDERR
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        err = os.open(said, flags, 0o600)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+            )
+        finally:
+            os.close(err)
         click.echo(f"mcpx: started the daemon (pid {proc.pid}, state {self.paths.state})", err=True)
         deadline = time.monotonic() + float(self.loaded.settings["pool.startTimeout"])
         while time.monotonic() < deadline:
             if proc.poll() is not None:
+                _relay(said)
                 raise click.ClickException(
                     f"the daemon exited with status {proc.returncode}; see {self.paths.log}"
                 )
             if self.healthy():
+                _relay(said)
                 return
             time.sleep(0.05)
+        _relay(said)
         raise click.ClickException(f"the daemon did not come up; see {self.paths.log}")
 
     def call(self, method: str, path: str, **kw: Any) -> Reply:
@@ -137,6 +151,20 @@ class DaemonClient:
         while time.monotonic() < deadline and alive(pid):
             time.sleep(0.05)
         return pid
+
+
+# What a daemon the CLI started said on stderr, in the state dir (0700).
+_STDERR = "daemon.stderr"
+
+
+def _relay(said: Path) -> None:
+    """Show on this command's stderr what the daemon it started said on its own."""
+    try:
+        text = said.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return
+    if text:
+        click.echo(text, err=True)
 
 
 class _Progress:
@@ -187,7 +215,7 @@ def daemon_command(**params: Any) -> None:
             f"mcp.passthrough names {', '.join(map(repr, unknown))}, which is not a "
             f"configured server (configured: {', '.join(sorted(servers))})"
         )
-    from mcpx.daemon._serve import DaemonRunning
+    from mcpx.daemon._serve import DaemonRunning, StartRefused
 
     try:
         serve(
@@ -197,7 +225,7 @@ def daemon_command(**params: Any) -> None:
             config_file=loaded.config.path if loaded.config else None,
             warn=lambda text: click.echo(text, err=True),
         )
-    except DaemonRunning as exc:
+    except (DaemonRunning, StartRefused) as exc:
         raise click.ClickException(str(exc)) from None
 
 

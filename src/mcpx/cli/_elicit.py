@@ -2,8 +2,9 @@
 
 The daemon's broker keeps them (``/v1/questions``); ``list``, ``show``, ``answer``,
 ``decline`` and ``cancel`` live here; questions are shown by ``_question_view`` and
-settled by ``_question_settle``, answers are built in ``_answer_fields``, and ``watch``
-follows the questions as they come in ``_elicit_watch``.
+settled by ``_question_settle``, answers are built by ``_answer_content`` against the
+fields of ``_requested_fields``, and ``watch`` follows the questions as they come in
+``_elicit_watch``.
 
 Invariants:
 
@@ -27,18 +28,12 @@ from typing import Any, Final
 
 import click
 
-from ._answer_fields import (
-    ELICIT,
-    Refused,
-    given_content,
-    is_url_elicitation,
-    prompted_content,
-    requested_fields,
-)
+from ._answer_content import Refused, given_content, prompted_content
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
 from ._question_settle import daemon_get, say_refused, settle_or_fail
 from ._question_view import aligned_columns, brief, show_question, summary, time_left
+from ._requested_fields import ELICIT, is_url_elicitation, requested_fields
 from ._views import show_response
 
 __all__ = ["elicit_group"]

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import click
 
-from ._answer_fields import prompted_content
+from ._answer_content import prompted_content
 from ._daemon import DaemonClient
 from ._events import data_lines, stream_ends
 from ._http import Reply

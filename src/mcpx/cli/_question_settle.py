@@ -11,7 +11,7 @@ from typing import Any, Final, Literal, NoReturn
 
 import click
 
-from ._answer_fields import Refused
+from ._answer_content import Refused
 from ._daemon import DaemonClient
 from ._http import Reply
 

@@ -12,13 +12,13 @@ from typing import Any, Final
 
 import click
 
-from ._answer_fields import (
+from ._answer_content import sampling_reply
+from ._requested_fields import (
     ELICIT,
     ROOTS,
     SAMPLE,
     is_url_elicitation,
     requested_fields,
-    sampling_reply,
     url_site,
 )
 

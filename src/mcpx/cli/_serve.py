@@ -47,7 +47,7 @@ from ._daemon import DaemonClient, alive
 __all__ = ["HANDOFF", "handoff", "relay", "serve_command", "serve_stdio"]
 
 _CHUNK: Final = 64 * 1024
-# The daemon's HANDOFF (mcpx.daemon._stdio_channel, not imported: it brings in the whole
+# The daemon's HANDOFF (mcpx.daemon._stdio_accept, not imported: it brings in the whole
 # server side, and the shim starts with every host). A test holds the two equal.
 HANDOFF: Final = b"MCPX-STDIO-FDS 1\n"
 # This connection's own settings, as a JSON line ahead of anything else (the same here).

@@ -11,9 +11,10 @@ from ._connection import Connection, Unanswered, open_connection
 from ._eras import EraCache, Remembered, config_key
 from ._errors import HandshakeFailed, UpstreamBroken, UpstreamError, UpstreamTimeout
 from ._handler import Asked, DeclineEverything, QuestionHandler
+from ._handshake import CLIENT_INFO, Handshake, Negotiated
 from ._open import Hooks, OnUpstreamNotification, open_session
 from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
-from ._session import CLIENT_INFO, Negotiated, Session
+from ._session import Session
 
 __all__ = [
     "CLIENT_INFO",
@@ -24,6 +25,7 @@ __all__ = [
     "DeclineEverything",
     "EraCache",
     "ExitedDuringProbe",
+    "Handshake",
     "HandshakeFailed",
     "Hooks",
     "NeedsLegacySse",

@@ -9,6 +9,9 @@ or, better, named by an environment variable with the ``…Env`` key):
     {"type": "query", "name", "value" | "valueEnv"}   a URL query parameter
     {"type": "env", "name", "value" | "valueEnv"}     an environment variable (stdio)
     {"type": "oauth", …}                              refused: not implemented yet
+
+No message here holds a secret: errors name the key or the variable that is missing,
+never a value, and ``AuthParts`` shows names only.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from mcpx.config import redact_headers
 
 from ._errors import UpstreamError
 
@@ -30,9 +35,15 @@ class AuthError(UpstreamError):
 
 @dataclass(frozen=True)
 class AuthParts:
+    """What one auth block adds; every value is a secret, so ``repr`` shows names only."""
+
     headers: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     query: dict[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        shown = {k: redact_headers(v) for k, v in vars(self).items()}
+        return f"AuthParts(headers={shown['headers']}, env={shown['env']}, query={shown['query']})"
 
     def url(self, url: str) -> str:
         """``url`` with the auth query parameters added."""

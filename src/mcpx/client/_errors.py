@@ -9,6 +9,10 @@ side of the call:
     ├── UpstreamBroken            the connection is over (exit, framing, violation)
     ├── UpstreamTimeout           no answer within the call's budget
     └── HandshakeFailed           no revision both sides speak, or a bad handshake
+
+A message never holds a credential: it quotes transport errors, whose URLs and quoted
+texts the transport already redacted (``mcpx.config.Redactor``), and never a configured
+url, header or auth value.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import httpx
 from mcpx import spec
 from mcpx.config import ServerConfig, Settings
 from mcpx.transport import (
+    HttpSession,
     TransportError,
     http_client,
     open_legacy_sse,
@@ -212,7 +213,7 @@ class _Opener:
             policy=self.settings.policy(),
         )
         negotiated = await negotiate(
-            session,
+            session.handshake,
             preference=preference,
             cached=cached,
             probe_timeout=self.settings["upstream.probeTimeout"],
@@ -223,15 +224,16 @@ class _Opener:
             negotiated.source = source
         if self.cache is not None:
             self.cache.put(self.server, negotiated.era.value, negotiated.revision, kind)
-        if kind == "http" and not session.modern:
-            await self._listen(transport)
+        http_session = session.conn.transport.http_session()
+        if kind == "http" and not session.modern and http_session is not None:
+            await self._listen(http_session)
         return session
 
-    async def _listen(self, transport: Any) -> None:
+    async def _listen(self, http_session: HttpSession) -> None:
         """The legacy GET stream for what the server pushes; optional for a server,
         so a refusal only means nothing will be pushed."""
         try:
-            await transport.open_listen_stream()
+            await http_session.open_listen_stream()
         except TransportError as exc:
             log.info("%s offers no GET stream (%s); nothing will be pushed", self.server.name, exc)
 

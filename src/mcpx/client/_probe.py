@@ -20,6 +20,9 @@ HTTP: a modern POST; a 4xx with a recognised modern error is modern, any other
 4xx falls back to ``initialize``, and a 4xx to that to HTTP+SSE
 (``NeedsLegacySse``). Connection failures and 5xx are errors: nothing is
 cached from them.
+
+The probe decides what to send and when; ``Handshake`` (``_handshake``) spells each
+request and adopts its answer, driven here only through its public methods.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from mcpx.transport import HttpStatusError
 
 from ._eras import Remembered
 from ._errors import HandshakeFailed, UpstreamBroken, UpstreamError
-from ._session import MODERN_ERRORS, Negotiated, Session
+from ._handshake import MODERN_ERRORS, Handshake, Negotiated
 
 __all__ = ["ExitedDuringProbe", "NeedsLegacySse", "Preference", "negotiate"]
 
@@ -74,7 +77,7 @@ def _http_status(exc: BaseException) -> int | None:
 
 
 async def negotiate(
-    session: Session,
+    handshake: Handshake,
     *,
     preference: Preference,
     cached: Remembered | None,
@@ -82,87 +85,89 @@ async def negotiate(
     start_timeout: float,
     on_event: OnEvent,
 ) -> Negotiated:
-    """Settle the era and revision of ``session``'s upstream.
+    """Settle the era and revision of the upstream ``handshake`` speaks to.
 
     Raises:
         ExitedDuringProbe, NeedsLegacySse: the opener must reconnect differently.
         HandshakeFailed, UpstreamError, McpError: the upstream cannot be used.
     """
     if preference is Preference.FORCE_INITIALIZE:
-        return await session.initialize(timeout=start_timeout, source="forced")
+        return await handshake.initialize(timeout=start_timeout, source="forced")
     if preference is Preference.FORCE_DISCOVER:
-        return await _modern_after_error(session, start_timeout, "forced")
+        return await _modern_after_error(handshake, start_timeout, "forced")
     if cached is not None:
-        found = await _try_cached(session, cached, start_timeout)
+        found = await _try_cached(handshake, cached, start_timeout)
         if found is not None:
             return found
         on_event(
             "server.era.stale",
-            {"server": session.name, "cached": cached.era, "revision": cached.revision},
+            {"server": handshake.name, "cached": cached.era, "revision": cached.revision},
         )
     if preference is Preference.PREFER_INITIALIZE:
         try:
-            return await session.initialize(timeout=start_timeout)
+            return await handshake.initialize(timeout=start_timeout)
         except wire.McpError:
-            return await _modern_after_error(session, start_timeout, "probe")
-    if session.http:
-        return await _probe_http(session, start_timeout)
-    return await _probe_stdio(session, probe_timeout, start_timeout)
+            return await _modern_after_error(handshake, start_timeout, "probe")
+    if handshake.http:
+        return await _probe_http(handshake, start_timeout)
+    return await _probe_stdio(handshake, probe_timeout, start_timeout)
 
 
-async def _try_cached(session: Session, cached: Remembered, timeout: float) -> Negotiated | None:
+async def _try_cached(
+    handshake: Handshake, cached: Remembered, timeout: float
+) -> Negotiated | None:
     """The cached era, or None when the server no longer speaks it (stale)."""
     try:
         if cached.era == "legacy":
-            return await session.initialize(timeout=timeout, source="cache")
-        return await session.discover(timeout=timeout, source="cache")
+            return await handshake.initialize(timeout=timeout, source="cache")
+        return await handshake.discover(timeout=timeout, source="cache")
     except (wire.McpError, HandshakeFailed) as exc:
-        log.info("%s: cached %s era is stale (%s)", session.name, cached.era, exc)
+        log.info("%s: cached %s era is stale (%s)", handshake.name, cached.era, exc)
         return None
 
 
-async def _modern_after_error(session: Session, timeout: float, source: str) -> Negotiated:
+async def _modern_after_error(handshake: Handshake, timeout: float, source: str) -> Negotiated:
     """Discovery for a server known to be modern; a -32020/-32021 on discover
     still leaves it modern, at our newest revision, with unknown capabilities."""
     try:
-        return await session.discover(timeout=timeout, source=source)
+        return await handshake.discover(timeout=timeout, source=source)
     except wire.McpError as exc:
         if exc.code not in MODERN_ERRORS:
             raise
-        log.warning("%s: modern, but server/discover failed: %s", session.name, exc.message)
-        return session.settle_discover({"supportedVersions": [spec.NEWEST]}, source)
+        log.warning("%s: modern, but server/discover failed: %s", handshake.name, exc.message)
+        return handshake.settle_discover({"supportedVersions": [spec.NEWEST]}, source)
 
 
-async def _probe_http(session: Session, timeout: float) -> Negotiated:
-    params, headers = session.discover_request()
+async def _probe_http(handshake: Handshake, timeout: float) -> Negotiated:
+    params, headers = handshake.discover_request()
     try:
-        result = await session.conn.request(
+        result = await handshake.conn.request(
             "server/discover", params, headers=headers, timeout=timeout
         )
     except wire.McpError as exc:
         if _is_modern_error(exc):
-            return await _modern_after_error(session, timeout, "probe")
-        return await _legacy_http(session, timeout)
+            return await _modern_after_error(handshake, timeout, "probe")
+        return await _legacy_http(handshake, timeout)
     except UpstreamError as exc:
         status = _http_status(exc)
         if status is None or status >= 500:
             raise
-        return await _legacy_http(session, timeout)
+        return await _legacy_http(handshake, timeout)
     if isinstance(result.get("supportedVersions"), list):
-        return session.settle_discover(result, "probe")
-    return await _legacy_http(session, timeout)
+        return handshake.settle_discover(result, "probe")
+    return await _legacy_http(handshake, timeout)
 
 
-async def _legacy_http(session: Session, timeout: float) -> Negotiated:
+async def _legacy_http(handshake: Handshake, timeout: float) -> Negotiated:
     try:
-        return await session.initialize(timeout=timeout)
+        return await handshake.initialize(timeout=timeout)
     except wire.McpError as exc:
-        raise NeedsLegacySse(f"{session.name} refused initialize: {exc.message}") from exc
+        raise NeedsLegacySse(f"{handshake.name} refused initialize: {exc.message}") from exc
     except UpstreamError as exc:
         status = _http_status(exc)
         if status is None or status >= 500:
             raise
-        raise NeedsLegacySse(f"{session.name} answered initialize with HTTP {status}") from exc
+        raise NeedsLegacySse(f"{handshake.name} answered initialize with HTTP {status}") from exc
 
 
 Attempt = Callable[[], Awaitable[dict[str, Any]]]
@@ -171,8 +176,8 @@ Attempt = Callable[[], Awaitable[dict[str, Any]]]
 class _Race:
     """server/discover and, once the probe timeout passes, initialize beside it."""
 
-    def __init__(self, session: Session, tg: anyio.abc.TaskGroup, timeout: float) -> None:
-        self.session = session
+    def __init__(self, handshake: Handshake, tg: anyio.abc.TaskGroup, timeout: float) -> None:
+        self.handshake = handshake
         self.tg = tg
         self.timeout = timeout
         self.send, self.receive = anyio.create_memory_object_stream[tuple[str, Any]](4)
@@ -183,12 +188,12 @@ class _Race:
         if kind in self.pending or kind in self.failed:
             return
         self.pending.add(kind)
-        conn = self.session.conn
+        conn = self.handshake.conn
         if kind == "discover":
-            params, _ = self.session.discover_request()
+            params, _ = self.handshake.discover_request()
             call: Attempt = lambda: conn.request("server/discover", params, timeout=self.timeout)  # noqa: E731
         else:
-            params = self.session.initialize_params()
+            params = self.handshake.initialize_params()
             call = lambda: conn.request(  # noqa: E731
                 "initialize", params, timeout=self.timeout, cancellable=False
             )
@@ -208,9 +213,9 @@ class _Race:
             raise ExitedDuringProbe(str(result)) from result
         if kind == "discover":
             if isinstance(result, dict) and isinstance(result.get("supportedVersions"), list):
-                return self.session.settle_discover(result, "probe")
+                return self.handshake.settle_discover(result, "probe")
             if _is_modern_error(result):
-                return await _modern_after_error(self.session, self.timeout, "probe")
+                return await _modern_after_error(self.handshake, self.timeout, "probe")
             if isinstance(result, UpstreamError):
                 raise result
             # Any other error, or a success that is not a DiscoverResult: legacy.
@@ -218,7 +223,7 @@ class _Race:
                 result
                 if isinstance(result, BaseException)
                 else HandshakeFailed(
-                    f"{self.session.name} answered server/discover with something else"
+                    f"{self.handshake.name} answered server/discover with something else"
                 )
             )
             if "initialize" in self.failed:
@@ -226,7 +231,7 @@ class _Race:
             self.start("initialize")
             return None
         if isinstance(result, dict):
-            return await self.session.settle_initialize(result, "probe")
+            return await self.handshake.settle_initialize(result, "probe")
         self.failed["initialize"] = result
         if "discover" in self.pending:
             return None  # discover may still settle the era
@@ -242,17 +247,17 @@ async def _close_later(race: _Race) -> None:
         race.receive.close()
 
 
-async def _probe_stdio(session: Session, probe_timeout: float, timeout: float) -> Negotiated:
+async def _probe_stdio(handshake: Handshake, probe_timeout: float, timeout: float) -> Negotiated:
     decided: Negotiated | BaseException | None = None
     async with anyio.create_task_group() as tg:
-        race = _Race(session, tg, timeout)
+        race = _Race(handshake, tg, timeout)
         tg.start_soon(_close_later, race)
         race.start("discover")
         outcome: tuple[str, Any] | None = None
         with anyio.move_on_after(probe_timeout):
             outcome = await race.receive.receive()
         if outcome is None:
-            log.info("%s: no answer to server/discover yet; sending initialize too", session.name)
+            log.info("%s: no answer to server/discover yet; sending initialize too", handshake.name)
             race.start("initialize")
         while decided is None:
             kind, result = outcome if outcome is not None else await race.receive.receive()
@@ -264,4 +269,4 @@ async def _probe_stdio(session: Session, probe_timeout: float, timeout: float) -
         tg.cancel_scope.cancel()
     if isinstance(decided, Negotiated):
         return decided
-    raise decided if decided is not None else HandshakeFailed(f"{session.name}: probe undecided")
+    raise decided if decided is not None else HandshakeFailed(f"{handshake.name}: probe undecided")

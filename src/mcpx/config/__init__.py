@@ -24,6 +24,7 @@ from ._kinds import (
     StringKind,
     StringListKind,
 )
+from ._log_levels import LEVEL_RANK, more_verbose
 from ._paths import (
     CONFIG_NAMES,
     ConfigLocation,
@@ -33,6 +34,7 @@ from ._paths import (
     state_dir,
     user_config_file,
 )
+from ._redact import REDACTED, Redactor, redact_headers, redact_url
 from ._registry import (
     CONFIG_ENV,
     CONFIG_FLAG,
@@ -61,7 +63,9 @@ __all__ = [
     "CONFIG_ENV",
     "CONFIG_FLAG",
     "CONFIG_NAMES",
+    "LEVEL_RANK",
     "LOG_LEVELS",
+    "REDACTED",
     "SCOPES",
     "SETTINGS",
     "TOP_LEVEL_KEYS",
@@ -81,6 +85,7 @@ __all__ = [
     "Kind",
     "Origin",
     "OriginKind",
+    "Redactor",
     "RevisionKind",
     "RevisionListKind",
     "ServerConfig",
@@ -96,8 +101,11 @@ __all__ = [
     "flag_name",
     "load_config_file",
     "locate_config_file",
+    "more_verbose",
     "open_state_db",
     "parse_config_text",
+    "redact_headers",
+    "redact_url",
     "resolve",
     "setting",
     "state_dir",

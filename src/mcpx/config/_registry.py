@@ -29,6 +29,7 @@ from ._kinds import (
 from ._setting import Computed, Setting, unknown_setting
 
 __all__ = [
+    "AUTH_MODES",
     "CONFIG_ENV",
     "CONFIG_FLAG",
     "LOG_LEVELS",
@@ -48,6 +49,8 @@ UPSTREAM_PROTOCOLS: Final = (
     "force-discover",
     "force-initialize",
 )
+# Who may use the daemon's TCP port (daemon.auth); the unix socket is the user's own.
+AUTH_MODES: Final = ("none", "token")
 # The MCP logging levels (RFC 5424 severities), least severe first.
 LOG_LEVELS: Final = (
     "debug",
@@ -118,6 +121,15 @@ _SEED: Final[tuple[Setting, ...]] = (
     _duration("pool.idleTimeout", "5m", "How long an unused upstream instance is kept warm."),
     _integer("pool.max", 4, "Most instances of one upstream server running at once.", 1),
     Setting(
+        "pool.maxArguments",
+        # Never above the 64 MiB frame the transports carry (transport.MAX_FRAME_BYTES),
+        # with a MiB left for the rest of the frame.
+        IntegerKind(1, 63 * 1024 * 1024),
+        16 * 1024 * 1024,
+        "Largest arguments (bytes of JSON) one tool call may send an upstream; a larger call "
+        "is refused before it is sent.",
+    ),
+    Setting(
         "upstream.protocol",
         ChoiceKind(UPSTREAM_PROTOCOLS),
         "prefer-discover",
@@ -161,6 +173,46 @@ _SEED: Final[tuple[Setting, ...]] = (
     ),
     _duration("proto.stateTTL", "30m", "How long a requestState may be resumed with."),
     _duration("proto.sessionIdle", "30m", "How long an idle client session's state is kept."),
+    _integer(
+        "proto.maxSessions",
+        10000,
+        "Most legacy /mcp sessions kept at once; a new one ends the least recently used idle "
+        "session (503 when none is idle).",
+        1,
+    ),
+    _integer(
+        "proto.maxSessionStreams",
+        4,
+        "Most GET event streams one legacy /mcp session may hold open (409 beyond).",
+        1,
+    ),
+    _integer(
+        "proto.maxConcurrentCalls",
+        64,
+        "Most requests one client (a legacy /mcp session, a stdio host) may have running at "
+        "once; on /mcp one more is refused (429), a batch's and a stdio host's wait in line.",
+        1,
+    ),
+    _integer(
+        "proto.maxBatch",
+        64,
+        "Most messages in one 2025-03-26 JSON-RPC batch (a longer one is refused whole), and "
+        "most batched requests one client may have waiting or running.",
+        1,
+    ),
+    _integer(
+        "proto.maxSubscriptions",
+        1024,
+        "Most resource URIs one client connection may subscribe to.",
+        1,
+    ),
+    _integer(
+        "proto.maxTasks",
+        1024,
+        "Most calls running as tasks (outliving their request) at once, and most finished "
+        "ones kept.",
+        1,
+    ),
     _duration(
         "protoMessages.listMaxAge",
         "1m",
@@ -192,6 +244,13 @@ _SEED: Final[tuple[Setting, ...]] = (
         (),
         "Origins allowed on HTTP requests besides loopback and the daemon's own address.",
     ),
+    Setting(
+        "transport.allowedHosts",
+        _STRINGS,
+        (),
+        "Host headers the TCP port accepts besides loopback names and its own address, each "
+        "host (any port) or host:port: the names a proxy or another machine reaches it by.",
+    ),
     _integer("mcp.pageSize", 100, "Items per page of the list results mcpx serves.", 1),
     Setting(
         "mcp.passthrough",
@@ -201,7 +260,28 @@ _SEED: Final[tuple[Setting, ...]] = (
         aliases=("--passthrough",),
     ),
     _integer("events.history", 1024, "Events kept for replay on /v1/events.", 0),
+    _integer("events.maxSubscribers", 64, "Most /v1/events streams open at once (503 beyond).", 1),
     _duration("exec.timeout", "120s", "Longest one script run (mcpx_exec) may take."),
+    _integer(
+        "http.maxBody",
+        16 * 1024 * 1024,
+        "Largest request body of /mcp, /v1/call, /v1/prompts/get and question answers; a "
+        "larger one is refused (413) before it is read.",
+        1,
+    ),
+    _integer(
+        "http.maxSmallBody",
+        64 * 1024,
+        "Largest request body of every other route (413 beyond).",
+        1,
+    ),
+    _integer(
+        "http.maxHeaderBytes",
+        64 * 1024,
+        "Largest request head, its request line and header fields (431 beyond).",
+        1024,
+    ),
+    _integer("http.maxHeaders", 100, "Most header fields one request may carry (431 beyond).", 1),
     Setting(
         "daemon.port",
         IntegerKind(0, 65535),
@@ -215,6 +295,28 @@ _SEED: Final[tuple[Setting, ...]] = (
         "127.0.0.1",
         "Address the daemon listens on; beyond loopback, whoever can reach it can run tools.",
         aliases=("--address",),
+    ),
+    Setting(
+        "daemon.auth",
+        ChoiceKind(AUTH_MODES),
+        "none",
+        "Who may use the TCP port: none (anyone who reaches it; loopback only) or token "
+        "(Authorization: Bearer, one of daemon.tokens). The unix socket needs none.",
+    ),
+    Setting(
+        "daemon.tokens",
+        _STRINGS,
+        (),
+        "Names of the bearer tokens daemon.auth=token accepts, never the tokens: NAME reads "
+        "MCPX_TOKEN_NAME, NAME=VAR reads $VAR (upper case); each at least 32 characters.",
+    ),
+    Setting(
+        "daemon.insecureNoAuth",
+        _BOOLEAN,
+        False,
+        "Listen beyond loopback with daemon.auth=none: whoever reaches the port can run "
+        "tools as you. Warned about at every start.",
+        aliases=("--insecure-no-auth",),
     ),
     _duration(
         "daemon.configPoll",

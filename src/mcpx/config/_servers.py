@@ -15,6 +15,9 @@ Invariants:
   kept in ``raw`` and ignored. A key whose value is ``null`` counts as absent.
 - ``raw`` is the entry as written; nothing here rewrites values (``${input:...}``
   placeholders and relative paths stay as they are).
+- What is shown of a server never holds a credential: ``shown_url`` is the url as
+  ``redact_url`` shows it, and ``repr`` names the keys of ``env``, ``headers`` and
+  ``auth`` without their values (any of them may be a secret).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Final, Literal, cast
 from urllib.parse import urlsplit
 
 from ._jsontext import ConfigError, Document, JsonPath
+from ._redact import REDACTED, redact_headers, redact_url
 from ._registry import UPSTREAM_PROTOCOLS
 
 __all__ = ["AUTH_TYPES", "SCOPES", "TRANSPORTS", "ServerConfig", "parse_server"]
@@ -70,6 +74,20 @@ class ServerConfig:
     protocol: str | None = None
     auth: Mapping[str, object] | None = None
     raw: Mapping[str, object] = field(default_factory=_nothing)
+
+    @property
+    def shown_url(self) -> str | None:
+        """The url as it may be shown: userinfo and query values hidden."""
+        return None if self.url is None else redact_url(self.url)
+
+    def __repr__(self) -> str:
+        auth = None if self.auth is None else {"type": self.auth.get("type"), "...": REDACTED}
+        return (
+            f"ServerConfig(name={self.name!r}, transport={self.transport!r}, "
+            f"command={self.command!r}, args={self.args!r}, env={redact_headers(self.env)}, "
+            f"cwd={self.cwd!r}, url={self.shown_url!r}, headers={redact_headers(self.headers)}, "
+            f"scope={self.scope!r}, protocol={self.protocol!r}, auth={auth})"
+        )
 
 
 def parse_server(doc: Document, where: JsonPath, value: object) -> ServerConfig:

@@ -11,10 +11,12 @@ operation's errors are found before its stream starts; then it is sent as made.
 from __future__ import annotations
 
 import logging
+import math
+import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 import jsonschema
 import orjson
@@ -26,6 +28,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcpx import wire
+from mcpx.config import BooleanKind, IntegerKind, InvalidValue
 from mcpx.ops import (
     OPERATIONS,
     OpContext,
@@ -35,9 +38,11 @@ from mcpx.ops import (
     Status,
     openapi,
     plain_check,
+    run_operation,
 )
 
 from ._later import Later
+from ._limits import BodyLimits, LimitBodies
 from ._mcp_answer import LazyAnswer, json_line
 
 __all__ = ["build_app"]
@@ -51,16 +56,48 @@ def _json(body: Any, status: int = 200) -> Response:
     return Response(wire.dumps(body), status_code=status, media_type="application/json")
 
 
-def _coerce(value: str, schema: dict[str, Any]) -> Any:
+# Query and header values are text; a parameter's schema type says how to read it.
+# Strictly: "1.0000000000000002" is no boolean and "1e999" no number, and saying so
+# beats guessing (the settings' own kinds read booleans and integers: one rule).
+_BOOLEAN: Final = BooleanKind()
+_INTEGER: Final = IntegerKind()
+_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def _coerce(op: Operation, name: str, value: str, schema: dict[str, Any]) -> Any:
+    """``value`` as the type its schema names.
+
+    Raises:
+        OpError: 400 invalid_input, naming the parameter, when it is not of that type.
+    """
     kind = schema.get("type")
-    if kind == "boolean":
-        return value.lower() in ("1", "true", "yes", "on")
-    if kind in ("number", "integer"):
-        try:
-            return float(value) if kind == "number" else int(value)
-        except ValueError:
-            return value  # the schema check names it
-    return value
+    if kind not in _TYPED:
+        return value
+    # Longer is no count a person means, and Python's int() refuses past 4,300 digits.
+    if len(value) > _TYPED_LENGTH:
+        detail = f"is {len(value)} characters long; a {kind} here takes at most {_TYPED_LENGTH}"
+        raise OpError(400, "invalid_input", f"{op.name}: {name} {detail}", {"field": name})
+    try:
+        return _TYPED[kind](value)
+    except InvalidValue as exc:
+        raise OpError(
+            400, "invalid_input", f"{op.name}: {name} {exc.detail}", {"field": name}
+        ) from None
+
+
+def _number(text: str) -> float:
+    number = float(text) if _NUMBER.fullmatch(text) else math.nan
+    if not math.isfinite(number):
+        raise InvalidValue(text, "a finite number, written as JSON writes one")
+    return number
+
+
+_TYPED: Final[dict[str, Callable[[str], Any]]] = {
+    "boolean": _BOOLEAN.parse,
+    "integer": _INTEGER.parse,
+    "number": _number,
+}
+_TYPED_LENGTH: Final = 64
 
 
 async def _gather(op: Operation, request: Request) -> dict[str, Any]:
@@ -74,10 +111,10 @@ async def _gather(op: Operation, request: Request) -> dict[str, Any]:
             raise OpError(
                 400, "invalid_input", f"unknown query parameter {name!r}", {"field": name}
             )
-        args[name] = _coerce(value, param.schema)
+        args[name] = _coerce(op, name, value, param.schema)
     for param in op.params:
         if param.where == "header" and (value := request.headers.get(param.name)) is not None:
-            args[param.name] = _coerce(value, param.schema)
+            args[param.name] = _coerce(op, param.name, value, param.schema)
     if op.method == "POST":
         raw = await request.body()
         try:
@@ -133,7 +170,7 @@ def _relayed(
         # its level (info unless X-Mcpx-Log-Level says otherwise).
         relaying = replace(ctx, notify=notify, caller_meta={"progressToken": "v1"}, log_level=level)
         try:
-            out = await op.handler(relaying, args)
+            out = await run_operation(op, relaying, args)
             if isinstance(out, Status):
                 status[0] = out.status
                 return out.body
@@ -161,7 +198,7 @@ def _route(op: Operation, ctx: Callable[[], OpContext], later: Later) -> Route:
             _validate(op, args)
             if op.relays and _NDJSON in request.headers.get("accept", ""):
                 return _relayed(op, ctx(), args, request, later)  # type: ignore[return-value]
-            out = await op.handler(ctx(), args)
+            out = await run_operation(op, ctx(), args)
             if op.stream is not None:
                 headers = {"Cache-Control": "no-store"}
                 return StreamingResponse(out, media_type=op.stream, headers=headers)
@@ -178,11 +215,13 @@ def build_app(
     *,
     later: Later,
     mcp: ASGIApp | None = None,
+    limits: BodyLimits | None = None,
 ) -> Starlette:
     """The daemon's app; ``ctx`` returns the live context once the lifespan made it.
 
     ``later`` runs what a relayed call may need beside it (the lifespan runs it).
     ``mcp`` is the MCP endpoint, served at ``/mcp`` for every HTTP method.
+    ``limits`` bounds each route's request body, in front of every route.
     """
     document = openapi(OPERATIONS)
 
@@ -198,14 +237,23 @@ def build_app(
         )
 
     async def wrong_method(request: Request, exc: Exception) -> Response:
-        return _json(
-            OpError(405, "method_not_allowed", f"{request.method} is not allowed here").body(),
+        # The router's exception names the route's methods (RFC 9110: a 405 says Allow).
+        allow = (getattr(exc, "headers", None) or {}).get("Allow", "")
+        answer = _json(
+            OpError(
+                405,
+                "method_not_allowed",
+                f"{request.method} is not allowed here; allowed: {allow or 'none'}",
+                {"allow": [m.strip() for m in allow.split(",") if m.strip()]},
+            ).body(),
             405,
         )
+        answer.headers["Allow"] = allow
+        return answer
 
     routes = [_route(op, ctx, later) for op in OPERATIONS]
     routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
-    middleware = []
+    middleware = [] if limits is None else [Middleware(LimitBodies, limits=limits)]
     if mcp is not None:
         # A Route, not a Mount: a Mount would answer "/mcp" with a redirect to "/mcp/".
         routes.append(Route("/mcp", mcp, name="mcp"))

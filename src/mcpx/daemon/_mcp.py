@@ -14,16 +14,25 @@ Invariants:
   names a live session (none: 400; unknown or ended: 404). A session's state lives on its
   own ``Conn`` here, never on the server, so sessions share nothing.
 - GET opens a legacy session's event stream (nothing is pushed yet; comments keep it
-  alive); DELETE ends a session, and its stream with it.
+  alive), at most ``proto.maxSessionStreams`` per session (409 beyond); DELETE ends a
+  session, and its stream with it.
+- What one client may hold is bounded, and each bound is refused early, naming its
+  setting. Sessions (``_sessions``): ``proto.maxSessions``, idle ones ending after
+  ``proto.sessionIdle``, at O(1) per request. A session's requests in flight:
+  ``proto.maxConcurrentCalls``; one more is refused 429 with ``Retry-After`` (no
+  waiting: a waiting request holds a connection and a task, and nothing would bound how
+  many wait). A 2025-03-26 batch: ``proto.maxBatch`` messages, else refused whole (400,
+  -32600); its requests wait in line for the session's slots, and a session has at most
+  ``proto.maxBatch`` batched requests waiting or running (429 beyond).
+- 2026-07-28 requests have no client identity to bound per client: each is one
+  connection's request, bounded by what bounds its connection (the body and header
+  limits, ``pool.callTimeout``), not counted here.
 """
 
 from __future__ import annotations
 
 import secrets
-import time
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
@@ -37,7 +46,6 @@ from mcpx.server import (
     META_VERSION,
     Audience,
     Conn,
-    Questions,
     check_headers,
     check_meta,
     dispatch,
@@ -52,61 +60,32 @@ from mcpx.wire import (
     InvalidRequest,
     Kind,
     McpError,
+    Throttled,
 )
 
+from ._bounds import batch_refusal, too_many_running
 from ._later import Later
 from ._mcp_answer import LazyAnswer
-from ._running import Running
+from ._mcp_replies import (
+    Held,
+    always_200,
+    answer_of,
+    json_reply,
+    offers_streams,
+    refuse,
+    status_of,
+    traced,
+)
+from ._sessions import Session, Sessions
+from ._slots import Slots
 
 __all__ = ["McpEndpoint"]
 
-_JSON: Final = "application/json"
-
-
-# Frames waiting for a session's GET stream; beyond this the oldest are dropped (they
-# are change hints, and a client that never opens the stream never reads them).
-_OUTBOX: Final = 256
-
-
-@dataclass
-class _Session:
-    """One legacy session: its connection state, when it was last used, its end, and
-    what waits for its GET stream."""
-
-    conn: Conn
-    used: float = field(default_factory=time.monotonic)
-    streams: int = 0
-    ended: anyio.Event = field(default_factory=anyio.Event)
-    outbox: deque[wire.Frame] = field(default_factory=lambda: deque(maxlen=_OUTBOX))
-    waiting: anyio.Event = field(default_factory=anyio.Event)
-
-    # Questions put to the client on its POSTs' streams, waiting for its answers.
-    questions: Questions = field(default_factory=Questions)
-    # Its requests being answered: a notifications/cancelled POST stops one.
-    running: Running = field(default_factory=Running)
-
-    def deliver(self, frame: dict[str, Any]) -> None:
-        """The session's push: queued for its GET stream (sync, never blocks)."""
-        self.outbox.append(frame)
-        self.waiting.set()
-
-
-def _reply(body: object, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
-    return Response(wire.dumps(body), status_code=status, media_type=_JSON, headers=headers)
-
-
-def _refuse(status: int, message: str, request_id: wire.RequestId | None = None) -> Response:
-    # An HTTP-level refusal still carries a JSON-RPC error, so a client can show why.
-    return _reply(wire.error(request_id, InvalidRequest(message)), status)
-
-
-def _traced(ctx: OpContext, rev: str | None, response: Response) -> Response:
-    # Refusals made before dispatch ran still reach log.frames (dispatch traces its own).
-    if ctx.trace is not None and response.body:
-        frame = wire.loads(bytes(response.body))
-        if isinstance(frame, Mapping):
-            ctx.trace(rev, frame, None)
-    return response
+# Seconds a client refused for a bound is told to wait (Retry-After): a request in
+# flight ends, or a session falls idle, within about that.
+_RETRY_CALLS: Final = "1"
+_RETRY_SESSIONS: Final = "5"
+_NOT_FOUND: Final = "Session not found (unknown, expired or terminated): start a new one"
 
 
 def _modern_meta(frame: Mapping[str, Any]) -> bool:
@@ -133,19 +112,19 @@ class McpEndpoint:
         self._own = own
         self._later = later
         self._audience = audience
-        self.sessions: dict[str, _Session] = {}
+        self.sessions = Sessions(self._ended)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         response = await self._handle(request)
         await response(scope, receive, send)
 
-    async def _handle(self, request: Request) -> Response | LazyAnswer:
+    async def _handle(self, request: Request) -> Response | LazyAnswer | Held:
         settings = self._ctx().settings
         allowed = [str(o) for o in settings["transport.allowedOrigins"]]
         if not origin_allowed(request.headers.get("origin"), own=self._own, allowed=allowed):
             return self._refused(403, "Forbidden: Origin not allowed")
-        self._prune(float(settings["proto.sessionIdle"]))
+        self.sessions.prune(float(settings["proto.sessionIdle"]))
         if request.method == "POST":
             return await self._post(request)
         if request.method == "GET":
@@ -155,45 +134,39 @@ class McpEndpoint:
         return self._refused(405, f"Method not allowed: {request.method}")
 
     def _refused(
-        self, status: int, message: str, request_id: wire.RequestId | None = None
+        self,
+        status: int,
+        message: str,
+        request_id: wire.RequestId | None = None,
+        *,
+        error: McpError | None = None,
+        retry_after: str | None = None,
     ) -> Response:
-        return _traced(self._ctx(), None, _refuse(status, message, request_id))
+        refusal = refuse(status, message, request_id, error=error, retry_after=retry_after)
+        return traced(self._ctx(), None, refusal)
 
     def close(self) -> None:
         """End every session (the daemon is stopping): their GET streams end too."""
-        for sid in list(self.sessions):
-            self._end(sid)
+        self.sessions.close()
 
-    def _prune(self, idle: float) -> None:
-        # Idle sessions are dropped lazily, on the next request; one with an open stream
-        # is in use even when silent.
-        limit = time.monotonic() - idle
-        for sid, session in list(self.sessions.items()):
-            if session.used < limit and not session.streams:
-                self._end(sid)
-
-    def _end(self, sid: str) -> bool:
-        session = self.sessions.pop(sid, None)
-        if session is None:
-            return False
-        session.ended.set()
-        session.waiting.set()
+    def _ended(self, session: Session) -> None:
+        # The table forgot it (expired, evicted, deleted, or the daemon stops).
         if self._audience is not None:
             self._audience.leave(session.conn)
-        release_all(self._ctx(), session.conn)
+        ctx = self._ctx()
+        release_all(ctx, session.conn)
         # Instances scoped to this session (servers with scope "identity") end with it.
-        if session.conn.identity is not None:
-            pool = self._ctx().pool
-            pool.spawn(pool.release, session.conn.identity)
-        return True
+        identity = session.conn.identity
+        if identity is not None and ctx.pool.holds(identity):
+            ctx.pool.spawn(ctx.pool.release, identity)
 
     # -- POST ------------------------------------------------------------------
 
-    async def _post(self, request: Request) -> Response | LazyAnswer:
+    async def _post(self, request: Request) -> Response | LazyAnswer | Held:
         try:
             decoded = wire.decode(await request.body(), batch_ok=self._batch_ok(request))
         except McpError as exc:
-            return _traced(self._ctx(), None, _reply(wire.error(exc.request_id, exc), 400))
+            return traced(self._ctx(), None, json_reply(wire.error(exc.request_id, exc), 400))
         if decoded.batch:
             return await self._batch(request, decoded)
         kind, frame = decoded.messages[0]
@@ -213,11 +186,19 @@ class McpEndpoint:
         )
 
     async def _batch(self, request: Request, decoded: wire.Decoded) -> Response:
-        """A 2025-03-26 batch: its requests run concurrently, answered as one array."""
-        sid = request.headers[MCP_SESSION_ID]
-        session = self.sessions[sid]
-        session.used = time.monotonic()
+        """A 2025-03-26 batch: its requests run concurrently, at most as many at once as
+        the session's slots, answered as one array."""
         ctx = self._ctx()
+        session = self.sessions.get(request.headers[MCP_SESSION_ID])
+        if session is None:  # ended since _batch_ok saw it
+            return self._refused(404, _NOT_FOUND)
+        # Refused whole, before any of it is acted on: answering part would split it.
+        refusal = batch_refusal(decoded, ctx.settings, session.batched)
+        if isinstance(refusal, Throttled):
+            return self._refused(429, refusal.message, error=refusal, retry_after=_RETRY_CALLS)
+        if refusal is not None:
+            return self._refused(400, refusal.message, error=refusal)
+        self.sessions.touch(session)
         # Elements that were no message get their error; dispatch traces the rest.
         replies: list[wire.Frame] = [wire.error(i, exc) for i, exc in decoded.errors]
         for reply in replies:
@@ -232,22 +213,33 @@ class McpEndpoint:
         init = next((f for f in requests if f.get("method") == "initialize"), None)
         if init is not None:
             error = InvalidRequest("initialize must not be part of a batch")
-            return _traced(ctx, HEADERLESS, _reply(wire.error(init["id"], error), 400))
+            return traced(ctx, HEADERLESS, json_reply(wire.error(init["id"], error), 400))
         answers: dict[int, wire.Frame] = {}
 
         async def one(i: int, frame: wire.Frame) -> None:
+            # Registered while it waits in line too: a cancel finds it there.
             with session.running.serving(frame["id"]) as scope:
-                reply = await dispatch(frame, session.conn, ctx, settings=ctx.settings)
+                await session.slots.take()
+                try:
+                    reply = await dispatch(frame, session.conn, ctx, settings=ctx.settings)
+                finally:
+                    session.slots.give()
             if reply is not None and not scope.cancelled_caught:
                 answers[i] = reply
 
-        async with anyio.create_task_group() as tg:
-            for i, frame in enumerate(requests):
-                tg.start_soon(one, i, frame)
+        session.batched += len(requests)
+        self.sessions.hold(session)
+        try:
+            async with anyio.create_task_group() as tg:
+                for i, frame in enumerate(requests):
+                    tg.start_soon(one, i, frame)
+        finally:
+            session.batched -= len(requests)
+            self.sessions.free(session)
         replies += [answers[i] for i in sorted(answers)]
         if not replies:
             return Response(status_code=202)  # notifications and responses only
-        return _reply(replies)
+        return json_reply(replies)
 
     async def _modern(
         self, request: Request, kind: Kind, frame: wire.Frame, header_version: str | None
@@ -263,8 +255,8 @@ class McpEndpoint:
             # A pass-through tool's x-mcp-header marks ask for Mcp-Param-* headers.
             check_headers(request.headers, frame, tool_input_schema=schema)
         except McpError as exc:
-            error = _reply(wire.error(frame["id"], exc), exc.http_status)
-            return _traced(self._ctx(), MODERN[0], error)
+            error = json_reply(wire.error(frame["id"], exc), exc.http_status)
+            return traced(self._ctx(), MODERN[0], error)
         ctx = self._ctx()
 
         async def run(answer: LazyAnswer) -> wire.Frame | None:
@@ -282,29 +274,18 @@ class McpEndpoint:
 
     async def _legacy(
         self, request: Request, kind: Kind, frame: wire.Frame, header_version: str | None
-    ) -> Response | LazyAnswer:
+    ) -> Response | LazyAnswer | Held:
         ctx = self._ctx()
         if kind is Kind.REQUEST and frame.get("method") == "initialize":
-            minted = secrets.token_urlsafe(24)
-            conn = Conn(transport="http", session_id=minted, identity=f"http:{minted}")
-            opened = _Session(conn)
-            # A session can always be pushed to: frames wait for its GET stream.
-            conn.push = opened.deliver
-            reply = await dispatch(frame, conn, ctx, settings=ctx.settings)
-            if reply is None or "error" in reply:
-                return _answer(reply, modern=False)  # a failed handshake opens nothing
-            self.sessions[minted] = opened
-            if self._audience is not None:
-                self._audience.join(conn)
-            return _reply(reply, headers={MCP_SESSION_ID: minted})
+            return await self._initialize(frame)
         request_id = frame.get("id") if kind is Kind.REQUEST else None
         sid = request.headers.get(MCP_SESSION_ID)
         if sid is None:
             return self._refused(400, "Bad Request: missing Mcp-Session-Id", request_id)
         session = self.sessions.get(sid)
         if session is None:
-            return self._refused(404, "Session not found (unknown or terminated)", request_id)
-        session.used = time.monotonic()
+            return self._refused(404, _NOT_FOUND, request_id)
+        self.sessions.touch(session)
         if kind in (Kind.RESULT, Kind.ERROR):
             # The answer to a question mcpx put on one of this session's streams.
             session.questions.answered(frame)
@@ -312,7 +293,18 @@ class McpEndpoint:
         if kind is not Kind.REQUEST:
             await self._notified(session, frame)
             return Response(status_code=202)
-        streams_ok = _offers_streams(request)
+        if not session.slots.take_nowait():
+            busy = too_many_running(ctx.settings)
+            return self._refused(
+                429, busy.message, request_id, error=busy, retry_after=_RETRY_CALLS
+            )
+        self.sessions.hold(session)
+
+        def done() -> None:  # however the answer ends (Held): the slot is free again
+            session.slots.give()
+            self.sessions.free(session)
+
+        streams_ok = offers_streams(request)
         ask_timeout = float(ctx.settings["proto.askTimeout"])
 
         async def run(answer: LazyAnswer) -> wire.Frame | None:
@@ -339,9 +331,32 @@ class McpEndpoint:
             # Withdrawn by the host: no answer (its POST gets an empty 202).
             return None if scope.cancelled_caught else reply
 
-        return self._lazy(request, run, modern=False)
+        return Held(self._lazy(request, run, modern=False), done)
 
-    async def _notified(self, session: _Session, frame: wire.Frame) -> None:
+    async def _initialize(self, frame: wire.Frame) -> Response:
+        """``initialize`` mints a session, if there is room for one (``_sessions``)."""
+        ctx = self._ctx()
+        minted = secrets.token_urlsafe(24)
+        conn = Conn(transport="http", session_id=minted, identity=f"http:{minted}")
+        opened = Session(minted, conn, Slots(int(ctx.settings["proto.maxConcurrentCalls"])))
+        # A session can always be pushed to: frames wait for its GET stream.
+        conn.push = opened.deliver
+        reply = await dispatch(frame, conn, ctx, settings=ctx.settings)
+        if reply is None or "error" in reply:
+            return answer_of(reply, modern=False)  # a failed handshake opens nothing
+        if not self.sessions.room(int(ctx.settings["proto.maxSessions"])):
+            most = int(ctx.settings["proto.maxSessions"])
+            message = (
+                f"Service Unavailable: {most} sessions are open (proto.maxSessions) and every "
+                "one is busy; retry later, or end a session (DELETE) first"
+            )
+            return self._refused(503, message, frame["id"], retry_after=_RETRY_SESSIONS)
+        self.sessions.add(opened)
+        if self._audience is not None:
+            self._audience.join(conn)
+        return json_reply(reply, headers={MCP_SESSION_ID: minted})
+
+    async def _notified(self, session: Session, frame: wire.Frame) -> None:
         """A legacy session's notification: a cancel stops its request; the rest
         (``initialized``) is recorded on the connection."""
         if frame.get("method") == "notifications/cancelled":
@@ -359,9 +374,9 @@ class McpEndpoint:
         return LazyAnswer(
             run,
             later=self._later,
-            streams_ok=_offers_streams(request),
+            streams_ok=offers_streams(request),
             keepalive=float(self._ctx().settings["transport.sseKeepAlive"]),
-            status_of=_status_of if modern else _always_200,
+            status_of=status_of if modern else always_200,
             # 2026-07-28: closing the stream is cancellation (S-HTTP-24); before, a
             # disconnect is not (S-HTTP-23): the call completes.
             cancel_on_disconnect=modern,
@@ -369,71 +384,53 @@ class McpEndpoint:
 
     # -- GET and DELETE --------------------------------------------------------
 
-    def _get(self, request: Request) -> Response:
+    def _get(self, request: Request) -> Response | Held:
         sid = request.headers.get(MCP_SESSION_ID)
         if request.headers.get(MCP_PROTOCOL_VERSION) in MODERN or sid is None:
             # 2026-07-28 has no standalone stream; without a session there is none to open.
             return self._refused(405, "Method not allowed: GET needs a legacy session")
         session = self.sessions.get(sid)
         if session is None:
-            return self._refused(404, "Session not found (unknown or terminated)")
-        keepalive = float(self._ctx().settings["transport.sseKeepAlive"])
-        return StreamingResponse(
+            return self._refused(404, _NOT_FOUND)
+        settings = self._ctx().settings
+        most = int(settings["proto.maxSessionStreams"])
+        if session.streams >= most:
+            message = (
+                f"Conflict: this session has {most} GET streams open "
+                "(proto.maxSessionStreams); close one first"
+            )
+            return self._refused(409, message)
+        keepalive = float(settings["transport.sseKeepAlive"])
+        stream = StreamingResponse(
             self._stream(session, keepalive),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", MCP_SESSION_ID: sid},
         )
+        # Counted now, not when the body starts: two GETs at once must both be seen,
+        # and one whose client left before the body started must still be let go.
+        session.streams += 1
+        self.sessions.hold(session)
 
-    async def _stream(self, session: _Session, keepalive: float) -> AsyncIterator[bytes]:
+        def done() -> None:
+            session.streams -= 1
+            self.sessions.free(session)
+
+        return Held(stream, done)
+
+    async def _stream(self, session: Session, keepalive: float) -> AsyncIterator[bytes]:
         # Open until the session ends or the client goes away; a write to a closed
         # connection is how starlette notices the latter, hence the keep-alive comments.
-        session.streams += 1
-        try:
-            yield b": stream open\n\n"
-            while not session.ended.is_set():
-                while session.outbox:
-                    frame = session.outbox.popleft()
-                    yield b"event: message\ndata: " + wire.dumps(frame) + b"\n\n"
-                session.waiting = anyio.Event()
-                if session.outbox:
-                    continue  # delivered between the drain and the new event
-                with anyio.move_on_after(keepalive) as idle:
-                    await session.waiting.wait()
-                session.used = time.monotonic()
-                if idle.cancelled_caught and not session.ended.is_set():
-                    yield b": keepalive\n\n"
-        finally:
-            session.streams -= 1
+        yield b": stream open\n\n"
+        while not session.ended:
+            for frame in session.pushed():
+                yield b"event: message\ndata: " + wire.dumps(frame) + b"\n\n"
+            if not await session.wait_pushed(keepalive) and not session.ended:
+                yield b": keepalive\n\n"
 
     def _delete(self, request: Request) -> Response:
         sid = request.headers.get(MCP_SESSION_ID)
         if sid is None:
             return self._refused(400, "Bad Request: missing Mcp-Session-Id")
-        if not self._end(sid):
-            return self._refused(404, "Session not found (unknown or terminated)")
+        if not self.sessions.end(sid):
+            return self._refused(404, _NOT_FOUND)
         return Response(status_code=200)
-
-
-def _offers_streams(request: Request) -> bool:
-    accept = request.headers.get("accept", "")
-    return "text/event-stream" in accept or "*/*" in accept
-
-
-def _status_of(reply: wire.Frame) -> int:
-    # 2026-07-28: the status is a function of the error code (S-HTTP).
-    error = reply.get("error")
-    return wire.http_status(int(error["code"])) if isinstance(error, Mapping) else 200
-
-
-def _always_200(reply: wire.Frame) -> int:
-    return 200
-
-
-def _answer(reply: wire.Frame | None, *, modern: bool) -> Response:
-    if reply is None:
-        return Response(status_code=202)
-    error = reply.get("error")
-    if modern and isinstance(error, Mapping):
-        # 2026-07-28: the status is a function of the error code (S-HTTP).
-        return _reply(reply, wire.http_status(int(error["code"])))
-    return _reply(reply)

@@ -9,12 +9,16 @@ Invariants:
   tagged by server.
 - One event bus per daemon: upstream stderr, notifications and client events are
   published on it (``/v1/events``); its streams end when the daemon stops.
+- The state dir is 0700 whenever the daemon runs (tightened if it was looser).
+- Nothing is bound until ``exposure`` and ``daemon.auth`` allow it: a refusal goes to
+  stderr and ``daemon.log`` and the daemon exits (``StartRefused``); the TCP port's every
+  request passes the ``FrontDoor`` (Host, Origin, auth, content type) first.
 """
 
 from __future__ import annotations
 
 import fcntl
-import ipaddress
+import gc
 import json
 import logging
 import math
@@ -34,23 +38,25 @@ from mcpx import __version__, wire
 from mcpx.client import EraCache, Hooks
 from mcpx.config import ServerConfig, Settings
 from mcpx.events import EventBus, publish_notification
-from mcpx.ops import Catalogue, OpContext, Relay
-from mcpx.ops._task_records import TaskRecords
-from mcpx.ops._tasks import Tasks
+from mcpx.ops import Catalogue, OpContext
 from mcpx.pool import open_pool
-from mcpx.questions import Broker, NativeFirst, Question, StateSigner, Throttle
+from mcpx.questions import Broker, CallsInFlight, NativeFirst, Question, StateSigner, Throttle
 from mcpx.server import Audience
+from mcpx.tasks import TaskRecords, Tasks
 
 from ._app import build_app
+from ._daemon_auth import StartRefused, admit
+from ._guard import FrontDoor, routed
 from ._hand_back import HandBacks
+from ._head_limits import limited_protocol
 from ._later import Later
+from ._limits import BodyLimits
 from ._mcp import McpEndpoint
-from ._one_send import OneSendProtocol
 from ._paths import DaemonPaths, demo_server
 from ._reload import ConfigFollower, applying
-from ._stdio_channel import serve_stdio_channel
+from ._stdio_accept import serve_stdio_channel
 
-__all__ = ["serve"]
+__all__ = ["StartRefused", "serve"]
 
 log = logging.getLogger("mcpx.daemon")
 upstream_log = logging.getLogger("mcpx.upstream")
@@ -122,27 +128,49 @@ def _unix_socket(path: Path) -> socket.socket:
 
 
 def _tcp_socket(address: str, port: int) -> socket.socket:
+    """A listening TCP socket.
+
+    Raises:
+        StartRefused: the address or port cannot be bound (the message says which).
+    """
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     # IPPROTO_TCP named, not 0: asyncio turns TCP_NODELAY on only then, and without it
     # every small response waits ~40 ms for Nagle's algorithm.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((address, port))
+    try:
+        sock.bind((address, port))
+    except OSError as exc:
+        sock.close()
+        raise StartRefused(
+            f"mcpx: cannot listen on {address} port {port}: {exc.strerror or exc}; "
+            "choose another with --address / --port (daemon.address, daemon.port)"
+        ) from None
     sock.listen(128)
     return sock
 
 
-def _is_loopback(address: str) -> bool:
+def _state_dir(state: Path) -> None:
+    """The state dir, made or tightened to 0700: it holds the sockets, the log, tasks.
+
+    Raises:
+        StartRefused: it cannot be made private (another user's directory).
+    """
+    state.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return address == "localhost"
+        if state.stat().st_mode & 0o077:
+            os.chmod(state, 0o700)
+    except OSError as exc:
+        raise StartRefused(
+            f"mcpx: the state dir {state} cannot be made private (mode 0700): {exc.strerror}; "
+            "choose another with --state-dir"
+        ) from None
 
 
 def _hooks(
     catalogue: list[Catalogue],
     audience: Audience,
-    relay: Relay,
+    calls: CallsInFlight,
     settings: Settings,
     events: EventBus,
 ) -> Hooks:
@@ -158,7 +186,7 @@ def _hooks(
             # After the invalidation: a host that lists again sees the new list.
             audience.upstream_notified(server, method, settings["mcp.passthrough"])
         # Progress and log lines back to the hosts whose calls are running.
-        relay.upstream_notified(server, method, params, scope)
+        calls.upstream_notified(server, method, params, scope)
         if method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
             audience.resource_updated(server, params["uri"])
         if method == "notifications/message":
@@ -211,18 +239,24 @@ def serve(
     came from, followed while the daemon runs (``daemon.configPoll``)."""
     default = {"demo": demo_server()}
     paths = DaemonPaths(state)
-    state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _state_dir(state)
+    # A full collection walks every live object, and the daemon may hold proto.maxSessions
+    # sessions: at 50,000 each one paused it for 200 ms, every 2 s under load (p99 x2.5).
+    # Young collections this much rarer let a request's objects die before a collection
+    # promotes them, so the old generation barely grows and is almost never walked.
+    gc.set_threshold(20_000, 20, 100)
     # Before anything is bound or removed: a second daemon must not take the first's
     # socket away from it. Held until the process ends.
     lock = _only_daemon(paths)
     _setup_logging(paths.log, str(settings["log.level"]))
     address, port = str(settings["daemon.address"]), int(settings["daemon.port"])
-    if not _is_loopback(address):
-        warn(
-            f"mcpx: warning: listening on {address}, beyond loopback: anything that can reach "
-            "this port can run tools as you"
-        )
-    unix, tcp = _unix_socket(paths.socket), _tcp_socket(address, port)
+    try:
+        auth = admit(settings, os.environ, warn)
+        tcp = _tcp_socket(address, port)
+    except StartRefused as exc:
+        log.error("%s", exc)  # the caller says it on stderr
+        raise
+    unix = _unix_socket(paths.socket)
     host, bound = tcp.getsockname()[:2]
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}"
     holder: list[OpContext] = []
@@ -230,7 +264,7 @@ def serve(
     catalogues: list[Catalogue] = []
     trace = _frame_trace(settings)
     audience = Audience(settings.policy(), trace)
-    relay = Relay()
+    calls = CallsInFlight()
     events = EventBus(int(settings["events.history"]))
     later = Later()
     hand_backs = HandBacks()
@@ -239,12 +273,12 @@ def serve(
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         cache = EraCache(paths.eras) if settings["upstream.eraCache"] else None
-        hooks = _hooks(catalogues, audience, relay, settings, events)
+        hooks = _hooks(catalogues, audience, calls, settings, events)
         broker = Broker(paths.questions, on_change=_question_events(events))
         # Upstream questions: the calling host first, the broker after.
         handler = NativeFirst(
             broker,
-            relay,
+            calls,
             lambda: holder[0].pool if holder else None,
             lambda: bool(stopping),
             Throttle.configured(settings),
@@ -255,7 +289,8 @@ def serve(
         ):
             # Calls that outlive their request run here, and end before the upstreams do.
             keep = float(settings["proto.askTTL"])
-            tasks = Tasks(running, keep, TaskRecords(paths.tasks, keep))
+            most = int(settings["proto.maxTasks"])
+            tasks = Tasks(running, keep, TaskRecords(paths.tasks, keep), most)
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
@@ -274,7 +309,7 @@ def serve(
                     catalogue,
                     settings,
                     trace=trace,
-                    relay=relay,
+                    calls=calls,
                     audience=audience,
                     events=events,
                     broker=broker,
@@ -307,7 +342,21 @@ def serve(
 
     # Its own URL is a trusted Origin: a page the daemon served may call /mcp.
     mcp = McpEndpoint(lambda: holder[0], own=[url], later=later, audience=audience)
-    app = build_app(lambda: holder[0], lifespan, later=later, mcp=mcp)
+    inner = build_app(
+        lambda: holder[0],
+        lifespan,
+        later=later,
+        mcp=mcp,
+        limits=BodyLimits.configured(settings),
+    )
+    app = FrontDoor(
+        inner,
+        own_origins=[url],
+        allowed_origins=[str(o) for o in settings["transport.allowedOrigins"]],
+        allowed_hosts=[str(h) for h in settings["transport.allowedHosts"]],
+        auth=auth,
+        routed=routed(inner.routes),
+    )
     info = {
         "pid": os.getpid(),
         "socket": str(paths.socket),
@@ -333,7 +382,7 @@ def serve(
     config = uvicorn.Config(
         app,
         lifespan="on",
-        http=OneSendProtocol,
+        http=limited_protocol(settings),  # each head bounded; refusals closed in stages
         log_config=None,
         access_log=False,
         # A host that does not let go of a stream gets this long after the graceful end;

@@ -1,26 +1,22 @@
-"""The daemon's stdio channel: MCP hosts reached through ``mcpx serve``, one per connection.
+"""One stdio host's session: its JSON-RPC lines served exactly as a stdio MCP server would.
 
-Job: serve each connection on ``<state>/mcpx-stdio.sock`` (mode 0600) exactly as a stdio
-MCP server would, through ``server.dispatch``: newline-delimited JSON-RPC. Every bit of
-MCP logic stays here, in the daemon; ``mcpx serve`` carries none. A connection is one of:
-
-- a hand-off: its first message is ``HANDOFF`` carrying two file descriptors
-  (SCM_RIGHTS), the host's pipes that are ``mcpx serve``'s stdin and stdout. The daemon
-  answers ``OK`` and reads and writes those pipes itself; the connection then only says
-  the shim is alive (its close ends the host's session, as an EOF would). Refused with
-  ``NO <reason>`` (then closed, the descriptors with it) when they are not pipes or
-  sockets, or this anyio cannot wait on a descriptor; the shim then relays instead.
-- a relay: anything else. The JSON lines arrive on the connection itself (``mcpx serve``
-  copying its stdin and stdout, or any client of the socket).
+Job: read the host's lines (its own pipes after a hand-off, or the connection itself when
+``mcpx serve`` relays; ``_stdio_accept`` tells which), serve each through
+``server.dispatch`` and write the answers back as lines. Every bit of MCP logic stays
+here, in the daemon; ``mcpx serve`` carries none.
 
 Invariants:
 
-- One connection is one stdio host: its own ``Conn(transport="stdio")``, which can push,
-  and identity ``stdio:<peer pid>`` (SO_PEERCRED; a counter where that is unavailable).
-- A host's descriptors are the daemon's own copies: made non-blocking for the session,
-  their flags put back and both closed when it ends, before the connection is.
+- One channel is one stdio host: its own ``Conn(transport="stdio")``, which can push.
 - Requests run concurrently, each in a task owned by the connection (one kept from an
-  earlier request when one is waiting), so a slow call does not hold up the next line.
+  earlier request when one is waiting), so a slow call does not hold up the next line;
+  at most ``proto.maxConcurrentCalls`` at once (``_slots``). One more waits in line, and
+  reading stops until it has its slot: backpressure, the host's pipe fills and it waits
+  to write, as a pipe means (a host that pipelines a burst of requests is served, not
+  refused). Except while a question is put to the host: its answer comes as a line, so
+  reading goes on, and a request finding ``proto.maxConcurrentCalls`` already waiting is
+  answered -429 naming the setting. A 2025-03-26 batch over ``proto.maxBatch`` messages
+  is refused whole; its requests wait in line, at most ``proto.maxBatch`` per host.
   ``initialize`` and notifications are handled in line: the handshake is settled before
   anything after it is read.
 - Frames leave in the order they were finished, whole lines only: answers and pushes
@@ -36,17 +32,9 @@ Invariants:
 
 from __future__ import annotations
 
-import itertools
-import json
 import logging
 import math
-import os
-import socket
-import stat
-import struct
-from collections.abc import Callable
 from contextlib import suppress
-from pathlib import Path
 from typing import Any, Final
 
 import anyio
@@ -54,9 +42,6 @@ import anyio.lowlevel
 from anyio.abc import (
     ByteReceiveStream,
     ByteSendStream,
-    SocketAttribute,
-    SocketStream,
-    UNIXSocketStream,
 )
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -64,14 +49,16 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcpx import wire
 from mcpx.ops import OpContext
 from mcpx.server import Conn, Questions, dispatch, release_all, subscribe
-from mcpx.transport import PipeReceiveStream, PipeSendStream, can_write_descriptors
-from mcpx.wire import Kind, McpError
+from mcpx.transport import PipeSendStream
+from mcpx.wire import Kind, McpError, Throttled
 
-from ._hand_back import HandBacks, conn_state, restore_conn, resume_line
+from ._bounds import batch_refusal, requests_in, too_many_running
+from ._hand_back import restore_conn
 from ._running import Running
+from ._slots import Slots
 from ._workers import Workers
 
-__all__ = ["HANDOFF", "MAX_LINE", "serve_stdio_channel"]
+__all__ = ["MAX_LINE", "Prefixed", "StdioChannel"]
 
 log = logging.getLogger("mcpx.daemon.stdio")
 
@@ -79,178 +66,10 @@ log = logging.getLogger("mcpx.daemon.stdio")
 # line cannot be skipped without reading it, so the connection is closed instead.
 MAX_LINE: Final = 64 * 1024 * 1024
 _BATCH_REVISION: Final = "2025-03-26"  # the only revision with JSON-RPC batches
-_counter = itertools.count(1)
-# The first message of a hand-off, with the host's stdin and stdout attached (SCM_RIGHTS).
-HANDOFF: Final = b"MCPX-STDIO-FDS 1\n"
-# mcpx serve's settings for its host, as a JSON line before anything else.
-OPTIONS: Final = b"MCPX-STDIO-OPTIONS "
 _CHUNK: Final = 64 * 1024
 
 
-async def serve_stdio_channel(
-    path: Path,
-    ctx: Callable[[], OpContext],
-    hand_backs: HandBacks | None = None,
-    *,
-    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    """Listen on ``path`` and serve every connection until cancelled. Hand-offs join
-    ``hand_backs``, which gives their pipes back when the daemon restarts.
-
-    The socket is created 0600 inside the 0700 state dir, so only this user can connect.
-    """
-    backs = hand_backs or HandBacks()
-    listener = await anyio.create_unix_listener(path, mode=0o600)
-    task_status.started()
-    async with listener:
-        await listener.serve(lambda stream: _accept(stream, ctx(), backs))
-
-
-async def _accept(stream: SocketStream, ctx: OpContext, hand_backs: HandBacks) -> None:
-    # A failure in one host's connection ends that connection, never the daemon.
-    try:
-        await _connection(stream, ctx, hand_backs)
-    except Exception:
-        log.exception("a stdio connection failed; it is closed")
-
-
-async def _connection(stream: SocketStream, ctx: OpContext, hand_backs: HandBacks) -> None:
-    """One connection: a hand-off of the host's pipes, or a relay of its lines."""
-    identity = _peer(stream)
-    async with stream:
-        try:
-            if isinstance(stream, UNIXSocketStream):
-                first, fds = await stream.receive_fds(_CHUNK, 2)
-            else:
-                first, fds = await stream.receive(_CHUNK), []
-        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return
-        except RuntimeError as exc:  # ancillary data other than descriptors
-            log.warning("stdio connection refused (%s): %s", exc, identity)
-            return
-        for fd in fds:
-            # Received descriptors are inheritable: an upstream spawned later would hold
-            # the host's pipes open, and the host would never see its stdout end.
-            os.set_inheritable(fd, False)
-        if first.startswith(HANDOFF) and fds:
-            options, _ = _options(first[len(HANDOFF) :])
-            await _handed_off(stream, fds, identity, ctx, hand_backs, options)
-            return
-        for fd in fds:  # descriptors nobody asked for
-            os.close(fd)
-        options, first = _options(first)
-        channel = _Channel(identity, ctx, _Prefixed(first, stream), stream)
-        channel.configure(options)
-        await channel.run()
-
-
-def _options(data: bytes) -> tuple[dict[str, Any], bytes]:
-    """The connection's options line, if ``data`` starts with one; and the rest."""
-    if not data.startswith(OPTIONS):
-        return {}, data
-    line, _, rest = data.partition(b"\n")
-    try:
-        options = json.loads(line[len(OPTIONS) :])
-    except ValueError:
-        log.warning("stdio options line unreadable; ignored")
-        return {}, rest
-    return (options if isinstance(options, dict) else {}), rest
-
-
-async def _handed_off(
-    stream: SocketStream,
-    fds: list[int],
-    identity: str,
-    ctx: OpContext,
-    hand_backs: HandBacks,
-    options: dict[str, Any] | None = None,
-) -> None:
-    """Serve the host on its own pipes while ``mcpx serve`` waits on ``stream``; when
-    the daemon restarts, give them back to it with what the next daemon needs."""
-    refusal = _refusal(fds)
-    if refusal is not None:
-        for fd in fds:
-            os.close(fd)
-        log.info("stdio hand-off refused (%s): %s", refusal, identity)
-        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await stream.send(b"NO " + refusal.encode() + b"\n")
-        return
-    receive, send = PipeReceiveStream(fds[0]), PipeSendStream(fds[1])
-    try:
-        try:
-            await receive.start()
-            send.start()
-        except (OSError, ValueError) as exc:
-            log.warning("stdio hand-off refused (%s): %s", exc, identity)
-            receive.close()  # flags put back before the shim relays on them
-            send.close()
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await stream.send(b"NO " + str(exc).encode() + b"\n")
-            return
-        channel = _Channel(identity, ctx, receive, send, mode="hand-off")
-        channel.configure(options or {})
-        hand_backs.join(channel)
-        try:
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await stream.send(b"OK\n")
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(_watch_shim, stream, channel.stop_reading)
-                    await channel.run()
-                    tg.cancel_scope.cancel()
-                if channel.handing_back:
-                    unread = channel.unread() + receive.take_unread()
-                    state = {**conn_state(channel.conn, unread), "daemon": os.getpid()}
-                    await stream.send(resume_line(state))
-                    log.info("stdio host given back for the restart: %s", identity)
-        finally:
-            hand_backs.leave(channel)
-    finally:
-        # Before the connection closes: the shim's exit then means the host's pipes are
-        # no longer written by anyone. No checkpoint: this runs when cancelled, too.
-        receive.close()
-        send.close()
-
-
-def _refusal(fds: list[int]) -> str | None:
-    """Why the descriptors of a hand-off cannot be served here, or None."""
-    if not can_write_descriptors():
-        return "this anyio cannot wait on a descriptor"
-    if len(fds) != 2:
-        return f"{len(fds)} descriptors, not 2"
-    for fd in fds:
-        try:
-            mode = os.fstat(fd).st_mode
-        except OSError as exc:
-            return f"descriptor: {exc}"
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-            return "not a pipe or a socket"
-    return None
-
-
-async def _watch_shim(stream: SocketStream, gone: Callable[[], None]) -> None:
-    """``mcpx serve`` keeps the connection open while its host runs; it closing (the
-    shim was killed, or ended) ends the session as an EOF on stdin would."""
-    with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-        while await stream.receive():
-            pass  # the shim says nothing after the hand-off
-    gone()
-
-
-def _peer(stream: SocketStream) -> str:
-    """``stdio:<pid>`` of the process on the other end (``mcpx serve``), if the OS says."""
-    sock = stream.extra(SocketAttribute.raw_socket)
-    peercred = getattr(socket, "SO_PEERCRED", None)
-    if peercred is not None:
-        with suppress(OSError):
-            pid, _uid, _gid = struct.unpack(
-                "3i", sock.getsockopt(socket.SOL_SOCKET, peercred, struct.calcsize("3i"))
-            )
-            if pid > 0:
-                return f"stdio:{pid}"
-    return f"stdio:conn-{next(_counter)}"
-
-
-class _Channel:
+class StdioChannel:
     """One stdio host (its own pipes, or the connection relaying them): read lines,
     dispatch them, write the answers back."""
 
@@ -284,6 +103,12 @@ class _Channel:
         self._running = Running()
         # The listen streams open (subscriptions/listen): they end at the host's EOF.
         self._listens: set[anyio.CancelScope] = set()
+        # Requests running at once (proto.maxConcurrentCalls); batched ones in progress;
+        # questions put to the host now; reading paused for a slot (cancelled by a question).
+        self._slots = Slots(int(ctx.settings["proto.maxConcurrentCalls"]))
+        self._batched = 0
+        self._asking = 0
+        self._pause: anyio.CancelScope | None = None
         # Questions put to the host, waiting for its answers.
         self._questions = Questions()
         self.conn = Conn(transport="stdio", push=self._push, identity=self.identity)
@@ -315,7 +140,13 @@ class _Channel:
             self._emit(request)
 
         timeout = float(self.ctx.settings["proto.askTimeout"])
-        return await self._questions.ask(send, method, params, timeout)
+        self._asking += 1
+        if self._pause is not None:
+            self._pause.cancel()  # the answer comes as a line: read on
+        try:
+            return await self._questions.ask(send, method, params, timeout)
+        finally:
+            self._asking -= 1
 
     def configure(self, options: dict[str, Any]) -> None:
         """This host's own settings, sent by ``mcpx serve`` (its ``--passthrough``), and
@@ -329,7 +160,7 @@ class _Channel:
             else:
                 log.info("stdio host resumed (%s): %s", self.conn.revision, self.identity)
                 if unread:
-                    self.receive = _Prefixed(unread, self.receive)
+                    self.receive = Prefixed(unread, self.receive)
         through = options.get("passthrough")
         if isinstance(through, list):
             known = [str(s) for s in through if s in self.ctx.pool.servers]
@@ -352,7 +183,7 @@ class _Channel:
         """What was read from the host and not served (reading has stopped): the line
         reader's buffer, then what a resumed session had not reached yet."""
         read = self._reader.buffer if self._reader is not None else b""
-        return read + (self.receive.pending if isinstance(self.receive, _Prefixed) else b"")
+        return read + (self.receive.pending if isinstance(self.receive, Prefixed) else b"")
 
     async def _writer(self, receive: MemoryObjectReceiveStream[bytes]) -> None:
         async with receive:
@@ -388,7 +219,8 @@ class _Channel:
     async def _serve_lines(self) -> None:
         reader = self._reader = BufferedByteReceiveStream(self.receive)
         for uri in self._resubscribe:  # the restarted daemon's host's subscriptions
-            await subscribe(self.ctx, self.conn, uri, self.conn.revision or "")
+            with suppress(Throttled):  # beyond a lowered proto.maxSubscriptions: dropped
+                await subscribe(self.ctx, self.conn, uri)
         drain = float(self.ctx.settings["transport.stdioDrain"])
         async with anyio.create_task_group() as requests:
             workers = Workers(requests)
@@ -401,6 +233,8 @@ class _Channel:
                             # A line read is served, whatever stops the reading now.
                             with anyio.CancelScope(shield=True):
                                 await self._frame(line, workers)
+                            if self._slots.waiting and not self._asking:
+                                await self._paced()
             finally:
                 workers.close()  # the tasks waiting for work end; the busy ones go on
             # EOF: a listen stream only ever streams to a live host, so it ends now; what
@@ -419,12 +253,21 @@ class _Channel:
             self._emit(wire.error(exc.request_id, exc))
             return
         if decoded.batch:
+            refusal = batch_refusal(decoded, self.ctx.settings, self._batched)
+            if refusal is not None:
+                self._emit(wire.error(None, refusal))
+                return
             requests.start_soon(self._batch, decoded)
             return
         kind, frame = decoded.messages[0]
         if kind is Kind.NOTIFICATION and frame.get("method") == "notifications/cancelled":
             self._running.cancel(frame.get("params"))
         if kind is Kind.REQUEST and frame.get("method") != "initialize":
+            settings = self.ctx.settings
+            if self._slots.waiting >= int(settings["proto.maxConcurrentCalls"]):
+                # (Only while reading goes on for a question's answer.)
+                self._emit(wire.error(frame["id"], too_many_running(settings, waiting=True)))
+                return
             # Registered before the task runs, so a cancel on the next line finds it.
             scope = self._running.register(frame["id"])
             if frame.get("method") == "subscriptions/listen":
@@ -452,28 +295,55 @@ class _Channel:
             return wire.error(frame["id"], wire.InternalError(f"internal error: {exc}"))
 
     async def _request(self, frame: wire.Frame, scope: anyio.CancelScope | None = None) -> None:
+        # Given a scope: a request that runs in a slot (initialize runs in line, without).
         reply: wire.Frame | None = None
+        slotted = scope is not None
         try:
             with self._running.serving(frame.get("id"), scope) as scope:
-                reply = await self._answer(frame)
+                if slotted and not self._slots.take_nowait():
+                    await self._slots.take()  # in line; a cancel here withdraws it
+                try:
+                    reply = await self._answer(frame)
+                finally:
+                    if slotted:
+                        self._slots.give()
         finally:
             self._listens.discard(scope)
         if reply is not None and not scope.cancelled_caught:
             self._emit(reply)
 
+    async def _paced(self) -> None:
+        """Read no further while this host's requests wait in line for a slot, or until a
+        question is put to it (``_ask`` cancels the pause)."""
+        with anyio.CancelScope() as self._pause:
+            await self._slots.drained()
+        self._pause = None
+
     async def _batch(self, decoded: wire.Decoded) -> None:
-        # A batch is answered as one array, once all of its requests have answered.
+        # A batch is answered as one array, once all of its requests have answered;
+        # its requests wait in line for the host's slots.
         replies: list[wire.Frame] = [wire.error(i, e) for i, e in decoded.errors]
 
-        async def one(frame: wire.Frame) -> None:
-            reply = await self._answer(frame)
+        async def one(kind: Kind, frame: wire.Frame) -> None:
+            if kind is Kind.REQUEST:
+                await self._slots.take()
+            try:
+                reply = await self._answer(frame)
+            finally:
+                if kind is Kind.REQUEST:
+                    self._slots.give()
             if reply is not None:
                 replies.append(reply)
 
-        async with anyio.create_task_group() as tg:
-            for kind, frame in decoded.messages:
-                if kind in (Kind.REQUEST, Kind.NOTIFICATION):
-                    tg.start_soon(one, frame)
+        size = requests_in(decoded)
+        self._batched += size
+        try:
+            async with anyio.create_task_group() as tg:
+                for kind, frame in decoded.messages:
+                    if kind in (Kind.REQUEST, Kind.NOTIFICATION):
+                        tg.start_soon(one, kind, frame)
+        finally:
+            self._batched -= size
         if replies:
             self._emit(replies)
 
@@ -491,7 +361,7 @@ async def _read_line(reader: BufferedByteReceiveStream) -> tuple[bytes, bool]:
         return b"", False
 
 
-class _Prefixed(ByteReceiveStream):
+class Prefixed(ByteReceiveStream):
     """``stream``, after the bytes already read from it."""
 
     def __init__(self, first: bytes, stream: ByteReceiveStream) -> None:

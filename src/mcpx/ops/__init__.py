@@ -1,56 +1,84 @@
 """The operations table: every /v1 operation declared once, and what is made from it.
 
-The table and the OpenAPI document import nothing heavy (the CLI builds its
-commands from them at every start); the catalogue and the handler context,
-which bring in the pool and the upstream client, load on first use.
+- ``_table``, ``_operations``: the declarations (``OPERATIONS``), light: the CLI builds
+  its commands from them at every start.
+- ``_handlers`` and the ``_handle_*`` families: what each operation does, over the
+  pool, the broker and the tasks; ``_upstream_call``: the one way to an upstream and
+  the one map of its failures.
+- ``_openapi``, ``_plain_schema``, ``_tool_input``, ``_limits``: what is judged and
+  published from the declarations.
+- ``_uris``, ``_resource_owner``: the gateway's ``mcpx://`` resource names.
+
+The names that bring in the pool, the upstream client and the broker (the handlers,
+the context, the catalogue, the upstream call) load on first use, through this
+module's ``__getattr__``: the one deliberate lazy seam, for the CLI's start time.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ERROR_SCHEMA, OpError
+from ._limits import ArgumentsTooLarge
 from ._openapi import openapi
-from ._operations import OPERATIONS, TRACE_KEYS, by_name, request_for_caller
+from ._operations import OPERATIONS, QUESTIONS_HEADER, by_name
 from ._plain_schema import QuickCheck, plain_check
-from ._relay import LEVELS, HostAsker, Notify, Relay, more_verbose
+from ._resource_owner import upstream_resource
 from ._search import rank_tools
 from ._table import Cli, Operation, Param, Status
+from ._uris import gateway_template, gateway_uri, original_uri, split_gateway
 
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
     from ._context import OpContext
+    from ._handlers import HANDLERS, run_operation
+    from ._upstream_call import TRACE_KEYS, request_for_caller, upstream_error
 
 __all__ = [
     "ERROR_SCHEMA",
-    "LEVELS",
+    "HANDLERS",
     "OPERATIONS",
+    "QUESTIONS_HEADER",
     "TRACE_KEYS",
+    "ArgumentsTooLarge",
     "Catalogue",
     "Cli",
-    "HostAsker",
-    "Notify",
     "OpContext",
     "OpError",
     "Operation",
     "Param",
     "QuickCheck",
-    "Relay",
     "Status",
     "by_name",
-    "more_verbose",
+    "gateway_template",
+    "gateway_uri",
     "openapi",
+    "original_uri",
     "plain_check",
     "rank_tools",
     "request_for_caller",
+    "run_operation",
+    "split_gateway",
+    "upstream_error",
+    "upstream_resource",
 ]
+
+# Loaded on first use: name -> the module that defines it.
+_LAZY = {
+    "Catalogue": "_catalogue",
+    "OpContext": "_context",
+    "HANDLERS": "_handlers",
+    "run_operation": "_handlers",
+    "TRACE_KEYS": "_upstream_call",
+    "request_for_caller": "_upstream_call",
+    "upstream_error": "_upstream_call",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Catalogue":
-        from ._catalogue import Catalogue
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpx.ops' has no attribute {name!r}")
+    from importlib import import_module
 
-        return Catalogue
-    if name == "OpContext":
-        from ._context import OpContext
-
-        return OpContext
-    raise AttributeError(name)
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # once loaded, an ordinary attribute
+    return value

@@ -10,10 +10,12 @@ from typing import Any
 
 from mcpx import __version__
 from mcpx.config import Settings
+from mcpx.events import EventBus
 from mcpx.pool import Pool
+from mcpx.questions import Broker, CallsInFlight, HostAsker, Notify, StateSigner
+from mcpx.tasks import Tasks
 
 from ._catalogue import Catalogue
-from ._relay import HostAsker, Notify, Relay
 
 __all__ = ["OpContext"]
 
@@ -34,27 +36,28 @@ class OpContext:
     # than these to a modern upstream on its behalf. None: no host to narrow by.
     host_capabilities: dict[str, Any] | None = None
     # Upstream notifications during calls, back to their hosts (one per daemon).
-    relay: Relay = field(default_factory=Relay)
+    calls: CallsInFlight = field(default_factory=CallsInFlight)
     # Per request: how to tell its host something now (None: it cannot be told), the
     # log level the host asked for, and the host's own _meta (trace context, token).
     notify: Notify | None = None
     log_level: str | None = None
     caller_meta: dict[str, Any] | None = None
-    # The durable question store (mcpx.questions.Broker).
-    broker: Any = None
-    # Calls that outlive their request (mcpx.ops._tasks.Tasks); None: none can.
-    tasks: Any = None
-    # Signs and checks 2026-07-28 hosts' requestState (mcpx.questions.StateSigner).
-    signer: Any = None
+    # The durable question store.
+    broker: Broker | None = None
+    # Calls that outlive their request; None: none can.
+    tasks: Tasks | None = None
+    # Signs and checks 2026-07-28 hosts' requestState.
+    signer: StateSigner | None = None
     # How the request's host can be asked an upstream's question (None: it cannot).
     asker: HostAsker | None = None
     # This connection's own mcp.passthrough (``mcpx serve --passthrough``); None: the
     # daemon's setting.
     passthrough: tuple[str, ...] | None = None
-    # The hosts connected now (mcpx.server.Audience), for what is pushed to them.
+    # The hosts connected now (mcpx.server.Audience), for what is pushed to them: the
+    # server's object, which ops only carries (typed where it is used, above ops).
     audience: Any = None
-    # The daemon's event bus (mcpx.events), where warnings and updates are published.
-    events: Any = None
+    # The daemon's event bus, where warnings and updates are published.
+    events: EventBus | None = None
     # Sees every frame the server side sends a host: the revision it was spelled for
     # (None when none was judged yet), the frame, the method a result answers.
     trace: Callable[[str | None, Mapping[str, Any], str | None], None] | None = None

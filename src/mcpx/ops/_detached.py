@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from mcpx.wire import McpError
+from mcpx.questions import HostAsker
+from mcpx.wire import McpError, Throttled
 
 from ._errors import OpError
-from ._relay import HostAsker
 from ._table import Status
 
 if TYPE_CHECKING:
+    from mcpx.tasks import Task, Tasks
+
     from ._context import OpContext
-    from ._tasks import Task, Tasks
 
 __all__ = ["RETURN_ON_QUESTION", "returning_call", "task_result", "task_show"]
 
@@ -58,7 +59,10 @@ async def returning_call(
         asker = HostAsker(can=_cannot_ask, ask=_unasked, brokered=task.note_brokered)
         return run(replace(ctx, asker=asker, notify=_forwarding(task)))
 
-    task = tasks.start(server, what, started, durable=True)
+    try:
+        task = tasks.start(server, what, started, durable=True)
+    except Throttled as exc:
+        raise OpError(429, "too_many_tasks", exc.message, {"setting": "proto.maxTasks"}) from exc
     task.notify = ctx.notify
     try:
         while not task.done and not task.brokered:

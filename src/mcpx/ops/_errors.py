@@ -10,6 +10,12 @@ unknown_operation 404     no such route
 upstream_error    502     the upstream failed or answered a JSON-RPC error
                           (details.jsonrpc carries it) — names the server
 upstream_timeout  504     no answer within the call's budget
+too_many_tasks    429     proto.maxTasks calls already run as tasks
+too_many_streams  503     events.maxSubscribers event streams already open
+body_too_large    413     the request body is over http.maxBody / http.maxSmallBody
+arguments_too_large 413   a tool call's arguments are over pool.maxArguments
+header_too_large  431     the request head is over http.maxHeaderBytes
+too_many_headers  431     the request has more than http.maxHeaders header fields
 """
 
 from __future__ import annotations

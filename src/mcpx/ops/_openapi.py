@@ -80,7 +80,9 @@ def _operation(op: Operation) -> dict[str, Any]:
     if params:
         doc["parameters"] = params
     body = [p for p in op.params if p.where == "body"]
-    if body:
+    # Every POST says Content-Type: application/json (the daemon's front door refuses
+    # others, against cross-site posts), so even a bodiless one is sent {}.
+    if body or op.method == "POST":
         schema = {
             "type": "object",
             "properties": {p.name: {**p.schema, "description": p.doc} for p in body},

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from ._context import OpContext
 
-__all__ = ["Cli", "Operation", "Param", "Status"]
+__all__ = ["Cli", "Handler", "Operation", "Param", "Status"]
 
 Handler = Callable[["OpContext", dict[str, Any]], Awaitable[Any]]
 
@@ -56,7 +56,7 @@ class Operation:
     method: Literal["GET", "POST"]
     path: str
     doc: str
-    handler: Handler
+    handler: str  # its name in _handlers.HANDLERS: the table stays light for the CLI
     params: tuple[Param, ...] = ()
     output: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
     cli: Cli | None = None

@@ -137,7 +137,13 @@ class Pool:
         await self._drop(idle[0])
 
     async def _drop(self, inst: Instance) -> None:
-        self._instances.pop((inst.server.name, inst.scope_key), None)
+        key = (inst.server.name, inst.scope_key)
+        self._instances.pop(key, None)
+        # Its lock goes too, unless held (then someone is starting the next instance):
+        # one lock per scope key ever seen would grow with every session and request.
+        lock = self._locks.get(key)
+        if lock is not None and not lock.locked():
+            del self._locks[key]
         await inst.stop()
 
     async def request(

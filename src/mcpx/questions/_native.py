@@ -35,10 +35,10 @@ from mcpx.wire import McpError, MethodNotFound
 from ._answers import exposable_roots
 from ._asked import check_askable
 from ._broker import Broker
+from ._calls_in_flight import CallsInFlight, HostAsker
 from ._throttle import Throttle
 
 if TYPE_CHECKING:
-    from mcpx.ops import HostAsker, Relay
     from mcpx.pool import Pool
 
 __all__ = ["ASKABLE", "NativeFirst", "attributed"]
@@ -58,13 +58,13 @@ class NativeFirst:
     def __init__(
         self,
         broker: Broker,
-        relay: Relay,
+        calls: CallsInFlight,
         pool: Callable[[], Pool | None],
         closing: Callable[[], bool] = lambda: False,
         throttle: Throttle | None = None,
     ) -> None:
         self._broker = broker
-        self._relay = relay
+        self._calls = calls
         self._pool = pool
         self._closing = closing
         # Without one given: the limits the settings registry declares by default.
@@ -112,7 +112,7 @@ class NativeFirst:
         # Every caller waiting on the server hears of it: any of them may be the one.
         # (One taken over from before a restart may have its answer already.)
         waiting = question.state == "pending"
-        for call in self._relay.calls_on(asked.server, asked.scope) if waiting else ():
+        for call in self._calls.calls_on(asked.server, asked.scope) if waiting else ():
             if call is not None and call.brokered is not None:
                 call.brokered(question)
         try:
@@ -133,7 +133,7 @@ class NativeFirst:
 
     def _owner(self, server: str, scope: str) -> HostAsker | None:
         # The calls registered on this instance against the requests in flight on it.
-        calls = self._relay.calls_on(server, scope)
+        calls = self._calls.calls_on(server, scope)
         pool = self._pool()
         in_flight = (
             sum(i.in_flight for i in pool.instances(server) if i.scope_key == scope)

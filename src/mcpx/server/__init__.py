@@ -4,10 +4,10 @@ Nothing here does I/O or imports an async or HTTP library; transports call in wi
 frames, header mappings and connection state, and turn the errors raised into replies
 (``McpError.http_status`` gives the 2026-07-28 HTTP status).
 
-Order for one incoming request: ``origin_allowed`` (HTTP, before parsing), ``judge`` the
-revision, ``check_removed``; for 2026-07-28 also ``check_meta`` and, on HTTP,
-``check_headers``; then ``Conn.for_request`` and ``identity_for`` give the state and
-scope it is served under.
+Order for one incoming request: ``host_allowed`` and ``origin_allowed`` (HTTP, before
+parsing), ``judge`` the revision, ``check_removed``; for 2026-07-28 also ``check_meta``
+and, on HTTP, ``check_headers``; then ``Conn.for_request`` and ``identity_for`` give the
+state and scope it is served under.
 
 ``dispatch`` puts these together for one frame and answers it with the gateway surface
 (``_surface``): it does no I/O itself, only awaits the operations' handlers it is given.
@@ -19,11 +19,10 @@ from ._conn import META_CAPABILITIES, META_VERSION, Conn, Push, Subscriptions, T
 from ._dispatch import INSTRUCTIONS, dispatch
 from ._identity import SESSION_META, identity_for
 from ._modern import NAME_SOURCES, check_headers, check_meta
-from ._origin import origin_allowed
+from ._origin import host_allowed, origin_allowed
 from ._passthrough import tool_schema
 from ._revision import check_removed, judge, negotiate_initialize
 from ._subscriptions import release_all, subscribe
-from ._surface import upstream_uri
 
 __all__ = [
     "INSTRUCTIONS",
@@ -41,6 +40,7 @@ __all__ = [
     "check_meta",
     "check_removed",
     "dispatch",
+    "host_allowed",
     "identity_for",
     "judge",
     "negotiate_initialize",
@@ -48,5 +48,4 @@ __all__ = [
     "release_all",
     "subscribe",
     "tool_schema",
-    "upstream_uri",
 ]

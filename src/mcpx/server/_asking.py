@@ -19,7 +19,7 @@ from typing import Any, Final
 import anyio
 
 from mcpx import spec, wire
-from mcpx.ops import HostAsker
+from mcpx.questions import HostAsker
 from mcpx.spec import MODERN
 from mcpx.wire import InternalError, McpError
 

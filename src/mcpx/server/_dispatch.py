@@ -276,7 +276,7 @@ async def _set_level(call: _Call) -> JSON:
 
 async def _subscribe(call: _Call) -> JSON:
     # Always agreed (a standing interest); a warning says when no update can come.
-    await subscriptions.subscribe(call.ctx, call.conn, _uri(call), call.revision)
+    await subscriptions.subscribe(call.ctx, call.conn, _uri(call))
     return {}
 
 

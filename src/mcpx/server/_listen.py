@@ -88,9 +88,8 @@ async def listen(
         uris = asked.get("resourceSubscriptions")
         if isinstance(uris, list):
             # Only the URIs whose updates will arrive are acknowledged.
-            revision = view.revision or ""
             named = [u for u in uris if isinstance(u, str)]
-            kept = [u for u in named if await subscribe(ctx, listening, u, revision) is None]
+            kept = [u for u in named if await subscribe(ctx, listening, u) is None]
             honoured["resourceSubscriptions"] = kept
         notify(
             "notifications/subscriptions/acknowledged", {"notifications": honoured, "_meta": tag}

@@ -22,7 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from mcpx.wire import InternalError, McpError
+from mcpx.ops import ArgumentsTooLarge, request_for_caller, upstream_error
+from mcpx.wire import InternalError, InvalidParams, McpError
 
 if TYPE_CHECKING:
     from mcpx.ops import OpContext
@@ -125,12 +126,9 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
 
     Raises:
         McpError: the upstream's JSON-RPC error, as it sent it; or InternalError when
-            the call failed on mcpx's side (the server could not start, a timeout).
+            the call failed on mcpx's side (the server could not start, a timeout);
+            InvalidParams when a tool call's arguments are over ``pool.maxArguments``.
     """
-    from mcpx.client import UpstreamError
-    from mcpx.ops import request_for_caller
-    from mcpx.pool import PoolFull, UnknownServer
-
     try:
         # A 2026-07-28 host answers a modern upstream's questions itself, under the
         # upstream's own keys and requestState: its retry is forwarded as it comes.
@@ -139,8 +137,14 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
         return await request_for_caller(ctx, server, method, sent, relay_input=relay_input)
     except McpError:
         raise
-    except (UpstreamError, PoolFull, UnknownServer) as exc:
-        raise InternalError(f"{server}: {exc}", _ours(server)) from exc
+    except ArgumentsTooLarge as exc:  # refused before it was sent: the host's params
+        raise InvalidParams(exc.message, exc.details) from exc
+    except Exception as exc:
+        # mcpx's own failure (the server could not start, a timeout): worded once, in ops.
+        ours = upstream_error(server, exc)
+        if ours is None:
+            raise
+        raise InternalError(f"{server}: {ours.message}", _ours(server)) from exc
 
 
 def _ours(server: str) -> JSON:

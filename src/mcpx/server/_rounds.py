@@ -8,7 +8,7 @@ same request with ``inputResponses`` and that state, and the call resumes.
 
 Invariants:
 
-- The call runs as a daemon task (``mcpx.ops._tasks``), so it outlives the request
+- The call runs as a daemon task (``mcpx.tasks``), so it outlives the request
   that is answered ``input_required``; its scope (a per-request one) is released when
   the call ends, not when that request does. Only a host that declared something it
   can be asked (elicitation, sampling, roots), or that brings ``inputResponses`` or a
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from mcpx.questions import StateError
-from mcpx.wire import InvalidParams, InvalidRequest
+from mcpx.wire import InternalError, InvalidParams, InvalidRequest
 
 from . import _passthrough as passthrough
 from ._asking import host_asker
@@ -42,7 +42,7 @@ from ._conn import Conn
 
 if TYPE_CHECKING:
     from mcpx.ops import OpContext
-    from mcpx.ops._tasks import Task
+    from mcpx.tasks import Task, Tasks
 
 __all__ = ["ASKING", "in_rounds"]
 
@@ -76,6 +76,9 @@ async def answer(
     ``run`` serves the request under a context; ``release`` ends its scope (None: the
     scope is the host's own and outlives the call).
     """
+    tasks, signer = ctx.tasks, ctx.signer
+    if tasks is None or signer is None:  # in_rounds() is False then: never asked here
+        raise InternalError("this daemon serves no rounds")
     state = params.get("requestState")
     if state is not None and not (isinstance(state, str) and state.startswith(_PREFIX)):
         if passthrough.servers(ctx):
@@ -88,11 +91,11 @@ async def answer(
         raise InvalidParams("inputResponses must be an object of result objects, by key")
     rounds = 0
     if state is None:
-        task = _start(ctx, view, method, params, run, release)
+        task = _start(ctx, tasks, view, method, params, run, release)
         task.give(params.get("inputResponses"), hold=True)
     else:
-        issued = ctx.signer.verify(state[len(_PREFIX) :], method, params)
-        found = ctx.tasks.get(issued.call)
+        issued = signer.verify(state[len(_PREFIX) :], method, params)
+        found = tasks.get(issued.call)
         if found is None:
             raise StateError(
                 "over", "the call it resumes is over and forgotten; send the request again"
@@ -115,7 +118,7 @@ async def answer(
         )
     out: JSON = {
         "resultType": "input_required",
-        "requestState": _PREFIX + ctx.signer.issue(task.id, method, params, rounds + 1),
+        "requestState": _PREFIX + signer.issue(task.id, method, params, rounds + 1),
     }
     if requests := task.open_requests():
         out["inputRequests"] = requests
@@ -124,6 +127,7 @@ async def answer(
 
 def _start(
     ctx: OpContext,
+    tasks: Tasks,
     view: Conn,
     method: str,
     params: Mapping[str, Any],
@@ -148,7 +152,7 @@ def _start(
                 with anyio.CancelScope(shield=True):
                     await release()
 
-    task: Task = ctx.tasks.start(_server_of(method, params), _what(method, params), running)
+    task: Task = tasks.start(_server_of(method, params), _what(method, params), running)
     return task
 
 

@@ -5,9 +5,12 @@ Invariants:
 - A host names a URI as it was listed to it: ``mcpx://<server>/<uri>``, or a pass-through
   server's own URI. Either is resolved to (server, upstream URI) once, when subscribed,
   and the pool counts the watchers of that pair (``pool.watches``).
-- Subscribing always succeeds: a subscription is a standing interest, not a lookup. When
+- Subscribing succeeds: a subscription is a standing interest, not a lookup. When
   no update can come (no server owns the URI, or its server did not declare
   ``resources.subscribe``) a warning says so, in the daemon log and on /v1/events.
+  The one refusal: a connection (a session, a stdio host, a listen stream) holds at
+  most ``proto.maxSubscriptions`` URIs; one more is -429 naming the setting (refused,
+  not evicting an older one: the host would never learn that it stopped hearing).
 - Every subscription a connection holds is released when it unsubscribes or ends.
 - An update reaches each connection under the URI that connection subscribed with.
 """
@@ -17,11 +20,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mcpx.wire import McpError
+from mcpx.ops import split_gateway, upstream_resource
+from mcpx.wire import Throttled
 
 from . import _passthrough as passthrough
 from ._conn import Conn
-from ._uris import split_gateway
 
 if TYPE_CHECKING:
     from mcpx.ops import OpContext
@@ -36,24 +39,29 @@ def same_uri(a: str, b: str) -> bool:
     return a.lstrip("/") == b.lstrip("/")
 
 
-async def _owner(ctx: OpContext, uri: str, rev: str) -> tuple[str, str] | None:
-    from ._surface import upstream_uri
-
+async def _owner(ctx: OpContext, uri: str) -> tuple[str, str] | None:
     if split_gateway(uri) is not None:
-        try:
-            return await upstream_uri(ctx, uri, rev)
-        except McpError:
-            return None
+        return await upstream_resource(ctx, uri)
     server = await passthrough.resource_owner(ctx, uri)
     return None if server is None else (server, uri)
 
 
-async def subscribe(ctx: OpContext, conn: Conn, uri: str, rev: str) -> str | None:
-    """Subscribe ``conn`` to ``uri``; None when updates will come, else why not."""
+async def subscribe(ctx: OpContext, conn: Conn, uri: str) -> str | None:
+    """Subscribe ``conn`` to ``uri``; None when updates will come, else why not.
+
+    Raises:
+        Throttled: ``conn`` holds ``proto.maxSubscriptions`` URIs already.
+    """
+    most = int(ctx.settings["proto.maxSubscriptions"])
+    if uri not in conn.subscriptions.uris and len(conn.subscriptions.uris) >= most:
+        raise Throttled(
+            f"this connection holds {most} resource subscriptions (proto.maxSubscriptions); "
+            "unsubscribe from one first"
+        )
     conn.subscriptions.uris.add(uri)
     if uri in conn.watching:
         return None
-    target = await _owner(ctx, uri, rev)
+    target = await _owner(ctx, uri)
     reason: str | None = None
     if target is None:
         reason = "no configured server owns it"

@@ -32,12 +32,23 @@ from typing import TYPE_CHECKING, Any, Final
 
 import jsonschema
 
-from mcpx.ops import Operation, OpError, QuickCheck, by_name, plain_check
+from mcpx.ops import (
+    ArgumentsTooLarge,
+    Operation,
+    OpError,
+    QuickCheck,
+    by_name,
+    gateway_template,
+    gateway_uri,
+    plain_check,
+    run_operation,
+    split_gateway,
+    upstream_resource,
+)
 from mcpx.spec import MODERN
 from mcpx.wire import InternalError, InvalidParams, McpError, ResourceNotFound
 
 from . import _passthrough as passthrough
-from ._uris import gateway_template, gateway_uri, original_uri, split_gateway
 
 if TYPE_CHECKING:
     # Only for annotations: the context brings in the pool and the client.
@@ -100,7 +111,8 @@ async def call_tool(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
     """Run one of mcpx's tools, or forward the call to the pass-through server owning it.
 
     Raises:
-        InvalidParams: no tool of that name (and no pass-through server to ask).
+        InvalidParams: no tool of that name (and no pass-through server to ask), or
+            arguments over ``pool.maxArguments``.
         McpError: a pass-through server's own JSON-RPC error, relayed.
     """
     name = params.get("name")
@@ -119,7 +131,10 @@ async def call_tool(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
     if problem is not None:
         return _error_result(f"invalid arguments for {name}: {problem}")
     try:
-        out = await op.handler(_gateway(ctx), dict(arguments))
+        out = await run_operation(op, _gateway(ctx), dict(arguments))
+    except ArgumentsTooLarge as exc:
+        # The host sent more than may go upstream: its request's params are at fault.
+        raise InvalidParams(exc.message, exc.details) from exc
     except OpError as exc:
         return _error_result(f"{exc.code}: {exc.message}")
     if op.name == "call":
@@ -290,7 +305,7 @@ async def read_resource(ctx: OpContext, params: Mapping[str, Any], rev: str) -> 
         if server is None:
             raise _not_found(uri, rev)
         return await passthrough.forward(ctx, server, "resources/read", params)
-    server, original = await upstream_uri(ctx, uri, rev)
+    server, original = await _upstream_uri(ctx, uri, rev)
     out = await _run(ctx, "resources.read", {"server": server, "uri": original})
     contents = out.get("contents")
     if not isinstance(contents, list):
@@ -305,21 +320,11 @@ def _renamed_contents(server: str, item: object) -> object:
     return {**item, "uri": gateway_uri(server, item["uri"])}
 
 
-async def upstream_uri(ctx: OpContext, uri: str, rev: str) -> tuple[str, str]:
-    """(server, upstream URI) of an ``mcpx://`` URI.
-
-    Raises:
-        McpError: no configured server by that name (not found for the revision).
-    """
-    parts = split_gateway(uri)
-    if parts is None or parts[0] not in ctx.pool.servers:
-        raise _not_found(uri, rev)
-    server, rest = parts
-    # A failed listing is recorded in the entry, not raised: the URI then decodes plainly.
-    entry = await ctx.catalogue.entry(server)
-    resources = [r["uri"] for r in entry.get("resources") or [] if "uri" in r]
-    templates = [t["uriTemplate"] for t in entry.get("templates") or [] if "uriTemplate" in t]
-    return server, original_uri(rest, resources=resources, templates=templates)
+async def _upstream_uri(ctx: OpContext, uri: str, rev: str) -> tuple[str, str]:
+    found = await upstream_resource(ctx, uri)
+    if found is None:
+        raise _not_found(uri, rev)  # worded for the host's revision
+    return found
 
 
 def _not_found(uri: str, rev: str) -> McpError:
@@ -347,7 +352,7 @@ async def complete(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
             raise InvalidParams(f"no prompt named {name!r}")
         server, upstream_ref = found[0], {**ref, "name": found[1]}
     elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
-        server, original = await upstream_uri(ctx, ref["uri"], rev)
+        server, original = await _upstream_uri(ctx, ref["uri"], rev)
         upstream_ref = {**ref, "uri": original}
     else:
         raise InvalidParams("ref.type must be 'ref/prompt' or 'ref/resource'")
@@ -391,7 +396,7 @@ async def _passthrough_ref(ctx: OpContext, ref: Mapping[str, Any]) -> str | None
 async def _run(ctx: OpContext, op: str, args: JSON) -> JSON:
     """Run an operation for a forwarded request; its failure is a protocol error."""
     try:
-        out: JSON = await by_name(op).handler(_gateway(ctx), args)
+        out: JSON = await run_operation(by_name(op), _gateway(ctx), args)
     except OpError as exc:
         raise _protocol_error(exc) from exc
     return out

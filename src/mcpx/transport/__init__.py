@@ -15,6 +15,7 @@ of the transport lives and dies inside it.
 
 from ._base import (
     MAX_FRAME_BYTES,
+    HttpSession,
     HttpStatusError,
     Inbound,
     RequestFailed,
@@ -35,6 +36,7 @@ __all__ = [
     "MAX_FRAME_BYTES",
     "EventTooLarge",
     "ExchangeFailed",
+    "HttpSession",
     "HttpStatusError",
     "Inbound",
     "LegacySseTransport",

@@ -12,6 +12,10 @@ else that goes wrong ends the transport: ``receive()`` raises
 last stderr lines, the connection broke, a frame was over the size limit), and
 every later ``send`` raises it too. A transport is never left hanging.
 
+Streamable HTTP alone keeps a session with the server (``Mcp-Session-Id``, headers on
+every request, a standalone GET stream): ``Transport.http_session()`` hands the client
+session that capability, typed as ``HttpSession``, or None where the transport has none.
+
 Exceptions:
 
     TransportError                 anything a transport reports
@@ -31,6 +35,7 @@ from mcpx.wire import RequestId
 
 __all__ = [
     "MAX_FRAME_BYTES",
+    "HttpSession",
     "HttpStatusError",
     "Inbound",
     "RequestFailed",
@@ -63,13 +68,26 @@ class ResponseStreamBroken(TransportClosed):
 
 
 class HttpStatusError(TransportError):
-    """An HTTP exchange answered with a status and no JSON-RPC frame."""
+    """An HTTP exchange answered with a status and no JSON-RPC frame.
 
-    def __init__(self, status: int, body: bytes, headers: Mapping[str, str] | None = None):
+    ``body`` is kept as received, for the session to read. The message quotes only
+    ``shown``: the body as it may be shown, its credentials hidden by the transport (an
+    upstream's error page may echo the request's URL or headers). Without it the
+    message quotes nothing of the body.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str] | None = None,
+        *,
+        shown: str = "",
+    ):
         self.status = status
         self.body = body
         self.headers = dict(headers or {})
-        snippet = body[:200].decode("utf-8", "replace").strip()
+        snippet = shown[:200].strip()
         super().__init__(f"HTTP {status}" + (f": {snippet}" if snippet else ""))
 
 
@@ -120,4 +138,39 @@ class Transport(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """What to show for this connection: pid or url, transport name."""
+        ...
+
+    def http_session(self) -> HttpSession | None:
+        """The Streamable HTTP session this transport keeps; None for stdio and the
+        legacy HTTP+SSE transport, which have none."""
+        ...
+
+
+class HttpSession(Protocol):
+    """What a Streamable HTTP transport keeps for the session above it: the session id,
+    the headers every request carries (its own GET and DELETE included) and the
+    standalone GET stream. The client session sets them once the era is settled."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` sent on every request; None forgets it."""
+        ...
+
+    @session_id.setter
+    def session_id(self, value: str | None) -> None: ...
+
+    @property
+    def session_headers(self) -> dict[str, str]:
+        """Headers for every request; per-frame headers given to ``send`` override them."""
+        ...
+
+    @session_headers.setter
+    def session_headers(self, value: Mapping[str, str]) -> None: ...
+
+    async def open_listen_stream(self) -> bool:
+        """Open the standalone GET stream; False when the server offers none.
+
+        Raises:
+            TransportError: the transport is closed, or the server refused the GET.
+        """
         ...

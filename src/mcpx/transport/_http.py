@@ -19,6 +19,8 @@ Invariants:
   A 404 to a request that carried the current id clears it.
 - Closing cancels every exchange, then sends ``DELETE`` with the session id (bounded in
   time, any answer ignored); the ``httpx.AsyncClient`` belongs to the caller.
+- The URL and headers may carry credentials: ``url``, ``describe()`` and every error
+  message show them as the transport's ``Redactor`` does (``mcpx.config``).
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup
 
+from mcpx.config import Redactor, redact_url
 from mcpx.wire import MCP_SESSION_ID, RequestId, dumps
 
 from ._base import (
     MAX_FRAME_BYTES,
+    HttpSession,
     Inbound,
     RequestFailed,
     ResponseStreamBroken,
@@ -91,6 +95,7 @@ class StreamableHttpTransport:
         task_group: TaskGroup,
     ) -> None:
         self._url = url
+        self._redactor = Redactor(url, headers)
         self._requests = 0  # HTTP requests sent: /v1/servers shows it, the bench checks it
         self._headers = dict(headers)
         self._client = client
@@ -101,12 +106,12 @@ class StreamableHttpTransport:
         self._session_headers: dict[str, str] = {}
         self._exchanges: dict[RequestId, _Exchange] = {}
         self._statuses: OrderedDict[RequestId, int] = OrderedDict()
-        self._listen = ListenStream(url, self._inbox, max_frame, self._open_get)
+        self._listen = ListenStream(url, self._inbox, max_frame, self._open_get, self._redactor)
 
     @property
     def url(self) -> str:
-        """The MCP endpoint."""
-        return self._url
+        """The MCP endpoint as it may be shown: its credentials hidden (``redact_url``)."""
+        return self._redactor.url
 
     @property
     def session_id(self) -> str | None:
@@ -150,7 +155,7 @@ class StreamableHttpTransport:
         if self._inbox.reason is not None:
             raise self._inbox.closed_error()
         if self._client.is_closed:
-            raise TransportClosed(f"{self._url}: the HTTP client is closed")
+            raise TransportClosed(f"{self._redactor.url}: the HTTP client is closed")
         body = dumps(frame)
         request_headers = self._headers_for(_ACCEPT_POST, headers)
         request_headers["Content-Type"] = "application/json"
@@ -201,13 +206,17 @@ class StreamableHttpTransport:
         return await self._listen.open(self._tg)
 
     def describe(self) -> dict[str, Any]:
-        """``{"transport": "http", "url": …, "sessionId": …}``."""
+        """``{"transport": "http", "url": …, "sessionId": …}``, the url redacted."""
         return {
             "transport": "http",
-            "url": self._url,
+            "url": self._redactor.url,
             "sessionId": self._session_id,
             "httpRequests": self._requests,
         }
+
+    def http_session(self) -> HttpSession:
+        """This transport itself: it keeps the session id, session headers and GET stream."""
+        return self
 
     # -- exchanges -------------------------------------------------------------------------
 
@@ -223,7 +232,7 @@ class StreamableHttpTransport:
     async def _exchange(
         self, body: bytes, request_id: RequestId | None, headers: httpx.Headers, started: Started
     ) -> None:
-        reader = BodyReader(self._inbox, self._max_frame, request_id)
+        reader = BodyReader(self._inbox, self._max_frame, request_id, self._redactor)
         exchange = _Exchange(anyio.CancelScope(), reader)
         if request_id is not None:
             # Ids are unique among live requests (the session's job), so no clash here.
@@ -246,7 +255,7 @@ class StreamableHttpTransport:
             response = await self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
             started.release()
-            await self._fail(reader, connection_failed("POST", self._url, exc))
+            await self._fail(reader, connection_failed("POST", self._url, exc, self._redactor))
             return
         started.release()
         try:
@@ -254,7 +263,7 @@ class StreamableHttpTransport:
         except TransportError as exc:
             await self._fail(reader, exc)
         except httpx.HTTPError as exc:
-            await self._fail(reader, connection_failed("POST", self._url, exc))
+            await self._fail(reader, connection_failed("POST", self._url, exc, self._redactor))
         finally:
             # Closing an unfinished body closes its connection: that is how the server
             # learns of an abort. Shielded, so a cancelled exchange still gets there.
@@ -284,7 +293,7 @@ class StreamableHttpTransport:
         if status == 404 and sent_session is not None:
             if self._session_id == sent_session:
                 self._session_id = None  # the session is gone; the session layer re-initializes
-            raise await status_error(response)
+            raise await status_error(response, self._redactor)
         if not 200 <= status < 300:  # a redirect the client refused is an error too
             await self._deliver_error(response, reader)
             return
@@ -309,11 +318,11 @@ class StreamableHttpTransport:
             try:
                 await reader.read_json(response)
             except httpx.HTTPError as exc:
-                raise _broken(status, exc) from exc
+                raise _broken(status, exc, self._redactor) from exc
         elif reader.request_id is not None:
             body = await read_capped(response, _OTHER_BODY_MAX)
             if body.strip():
-                raise status_error_with(response, body)
+                raise status_error_with(response, body, self._redactor)
             raise TransportClosed(f"HTTP {status}: stream ended before the response")
         if reader.request_id is not None and not reader.answered:
             raise ResponseStreamBroken(f"HTTP {status}: stream ended before the response")
@@ -323,18 +332,20 @@ class StreamableHttpTransport:
             await reader.read_sse(response)
         except httpx.HTTPError as exc:
             if not reader.last_event_id:
-                raise _broken(response.status_code, exc) from exc  # not resumable: lost
+                # Not resumable: lost.
+                raise _broken(response.status_code, exc, self._redactor) from exc
         await reader.follow(self._open_get)
 
     async def _deliver_error(self, response: httpx.Response, reader: BodyReader) -> None:
         try:
             body = await read_capped(response, self._max_frame)
         except ExchangeFailed:
-            raise status_error_with(response, b"") from None  # too long to be an error frame
+            # Too long to be an error frame.
+            raise status_error_with(response, b"", self._redactor) from None
         frames = error_body_frames(body, reader.request_id)
         if frames is None or reader.request_id is None:
             # Nothing to deliver: a notification's failure has no id to report it under.
-            raise status_error_with(response, body)
+            raise status_error_with(response, body, self._redactor)
         for frame in frames:
             await self._inbox.put(frame)
         reader.answered = True
@@ -368,10 +379,9 @@ class StreamableHttpTransport:
             await self._client.delete(self._url, headers=headers)
 
 
-def _broken(status: int, exc: httpx.HTTPError) -> ResponseStreamBroken:
-    return ResponseStreamBroken(
-        f"HTTP {status}: stream broke before the response: {type(exc).__name__}: {exc}"
-    )
+def _broken(status: int, exc: httpx.HTTPError, redactor: Redactor) -> ResponseStreamBroken:
+    shown = redactor.text(f"{type(exc).__name__}: {exc}")
+    return ResponseStreamBroken(f"HTTP {status}: stream broke before the response: {shown}")
 
 
 def _valid_session_id(value: str | None) -> bool:
@@ -396,7 +406,7 @@ async def open_streamable_http(
     """
     parsed = httpx.URL(url)
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError(f"not an http(s) URL: {url!r}")
+        raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
     transport: StreamableHttpTransport | None = None
     body_error: Exception | None = None
     try:
@@ -407,7 +417,7 @@ async def open_streamable_http(
             except Exception as exc:
                 body_error = exc  # re-raised below, unwrapped by the task group
             finally:
-                transport._inbox.close(TransportClosed(f"{url}: transport closed"))
+                transport._inbox.close(TransportClosed(f"{transport.url}: transport closed"))
                 tg.cancel_scope.cancel()
     finally:
         if transport is not None:

@@ -13,15 +13,21 @@ Invariants:
 - Redirects are followed within the origin only (servers often answer ``/mcp`` with a
   redirect to ``/mcp/``). One to another origin (scheme, host, port) is refused with
   ``RedirectRefused``: the request would carry configured credentials there.
+- httpx logs each request's URL (INFO, ``HTTP Request: POST <url> …``), which may carry
+  credentials: a filter on its logger shows every URL there redacted (``redact_url``),
+  once a client was made here.
 """
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import Mapping
 from typing import Final
 
 import httpx
+
+from mcpx.config import redact_url
 
 __all__ = ["RedirectRefused", "http_client", "origin_of"]
 
@@ -48,6 +54,21 @@ async def _same_origin_only(request: httpx.Request) -> None:
             f"refused a redirect from {_shown(first)} to another origin ({_shown(origin)})",
             request=request,
         )
+
+
+class _RedactedUrls(logging.Filter):
+    """Rewrites the URLs in httpx's log records as they may be shown; drops nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                redact_url(str(arg)) if isinstance(arg, httpx.URL) else arg for arg in record.args
+            )
+        return True
+
+
+_HTTPX_LOG: Final = logging.getLogger("httpx")
+_REDACTED_URLS: Final = _RedactedUrls()
 
 
 def origin_of(url: httpx.URL) -> tuple[str, str, int | None]:
@@ -90,6 +111,8 @@ def http_client(
     ):
         if value <= 0:
             raise ValueError(f"{name} must be positive (got {value})")
+    if _REDACTED_URLS not in _HTTPX_LOG.filters:
+        _HTTPX_LOG.addFilter(_REDACTED_URLS)
     return httpx.AsyncClient(
         timeout=httpx.Timeout(
             connect=connect_timeout, read=None, write=write_timeout, pool=pool_timeout

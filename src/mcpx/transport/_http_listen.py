@@ -21,6 +21,8 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
+from mcpx.config import Redactor
+
 from ._base import TransportError
 from ._http_stream import (
     BodyReader,
@@ -59,8 +61,11 @@ class _Once:
 class ListenStream:
     """Opens, follows and cancels the one standalone GET stream of a transport."""
 
-    def __init__(self, url: str, inbox: Inbox, max_frame: int, open_get: OpenGet) -> None:
+    def __init__(
+        self, url: str, inbox: Inbox, max_frame: int, open_get: OpenGet, redactor: Redactor
+    ) -> None:
         self._url = url
+        self._redactor = redactor
         self._inbox = inbox
         self._max_frame = max_frame
         self._open_get = open_get
@@ -94,7 +99,7 @@ class ListenStream:
 
     async def _run(self, *, task_status: TaskStatus[Outcome]) -> None:
         scope = self._scope = anyio.CancelScope()
-        reader = BodyReader(self._inbox, self._max_frame, None)
+        reader = BodyReader(self._inbox, self._max_frame, None, self._redactor)
 
         def forget() -> None:
             if self._scope is scope:
@@ -117,7 +122,7 @@ class ListenStream:
                 if response.status_code == 405:
                     opened.report(False)
                 elif response.status_code >= 400:
-                    opened.report(await status_error(response))
+                    opened.report(await status_error(response, self._redactor))
                 elif content_type(response) != "text/event-stream":
                     opened.report(ExchangeFailed(f"the GET gave {content_type(response)!r}"))
                 else:
@@ -126,4 +131,4 @@ class ListenStream:
                     with contextlib.suppress(TransportError, httpx.HTTPError):
                         await reader.read_sse(response)
         except httpx.HTTPError as exc:
-            opened.report(connection_failed("GET", self._url, exc))
+            opened.report(connection_failed("GET", self._url, exc, self._redactor))

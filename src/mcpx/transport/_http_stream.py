@@ -18,6 +18,9 @@ Invariants:
   moment only so that the connection can go back to the pool.
 - Reconnection waits the server's ``retry`` (capped) and gives up after
   ``MAX_IDLE_RECONNECTS`` reconnections in a row that brought no event.
+- Every error message is built with the exchange's ``Redactor``: URLs as it shows them,
+  and whatever is quoted from elsewhere (an httpx exception, the server's body) through
+  ``Redactor.text``, since either may repeat a credential.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup, TaskStatus
 
+from mcpx.config import Redactor, redact_url
 from mcpx.wire import RequestId
 
 from ._base import HttpStatusError, TransportError
@@ -47,6 +51,7 @@ __all__ = [
     "connection_failed",
     "content_type",
     "error_body_frames",
+    "quoted",
     "read_capped",
     "start_request",
     "status_error",
@@ -60,6 +65,9 @@ _SSE_OVERHEAD: Final = 4096  # field names and line ends around one frame's data
 _DRAIN_SECONDS: Final = 0.5
 _DRAIN_BYTES: Final = 65536
 _ERROR_BODY_MAX: Final = 65536  # an error page is quoted, never a whole large body
+# What of a body is searched for credentials before the start of it is quoted: far more
+# than is quoted, so no secret is cut in two at the edge and half of it shown.
+_QUOTED_WINDOW: Final = 4096
 
 # httpcore trace events after which the request body has left (or failed to leave).
 _BODY_SENT: Final = ("send_request_body.complete", "send_request_body.failed")
@@ -98,7 +106,14 @@ async def read_capped(response: httpx.Response, limit: int) -> bytes:
     return bytes(body)
 
 
-async def status_error(response: httpx.Response) -> HttpStatusError:
+def quoted(data: bytes | str, redactor: Redactor) -> str:
+    """The start of ``data`` for an error message, its credentials hidden."""
+    head = data[:_QUOTED_WINDOW]
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    return snippet(redactor.text(text) + ("..." if len(head) < len(data) else ""))
+
+
+async def status_error(response: httpx.Response, redactor: Redactor) -> HttpStatusError:
     """An ``HttpStatusError`` for ``response``, with the start of its body.
 
     Raises:
@@ -108,17 +123,25 @@ async def status_error(response: httpx.Response) -> HttpStatusError:
         body = await read_capped(response, _ERROR_BODY_MAX)
     except ExchangeFailed:
         body = b""  # too long to quote; the status says enough
-    return status_error_with(response, body)
+    return status_error_with(response, body, redactor)
 
 
-def status_error_with(response: httpx.Response, body: bytes) -> HttpStatusError:
+def status_error_with(response: httpx.Response, body: bytes, redactor: Redactor) -> HttpStatusError:
     """An ``HttpStatusError`` for ``response`` whose body was already read."""
-    return HttpStatusError(response.status_code, body, dict(response.headers.items()))
+    shown = redactor.text(body[:_QUOTED_WINDOW].decode("utf-8", "replace"))
+    return HttpStatusError(response.status_code, body, dict(response.headers.items()), shown=shown)
 
 
-def connection_failed(method: str, url: str, exc: httpx.HTTPError) -> ExchangeFailed:
-    """The error for an exchange that broke at the connection level; ``exc`` is chained."""
-    error = ExchangeFailed(f"{method} {url} failed: {type(exc).__name__}: {exc}")
+def connection_failed(
+    method: str, url: str | httpx.URL, exc: httpx.HTTPError, redactor: Redactor
+) -> ExchangeFailed:
+    """The error for an exchange that broke at the connection level; ``exc`` is chained.
+
+    httpx's own text may quote what the request carried (h11 quotes a header value it
+    refuses), so it is shown through ``redactor`` as the URL is.
+    """
+    shown = redactor.text(f"{type(exc).__name__}: {exc}")
+    error = ExchangeFailed(f"{method} {redact_url(str(url))} failed: {shown}")
     error.__cause__ = exc
     return error
 
@@ -185,9 +208,12 @@ async def start_request(task_group: TaskGroup, job: Callable[[Started], Awaitabl
 class BodyReader:
     """Reads the response bodies of one exchange into ``inbox``."""
 
-    def __init__(self, inbox: Inbox, max_frame: int, request_id: RequestId | None) -> None:
+    def __init__(
+        self, inbox: Inbox, max_frame: int, request_id: RequestId | None, redactor: Redactor
+    ) -> None:
         self._inbox = inbox
         self._max_frame = max_frame
+        self._redactor = redactor
         self.request_id = request_id
         self.answered = False
         self.events = 0  # message events read, over every connection
@@ -251,7 +277,7 @@ class BodyReader:
             before = self.events
             async with open_get(self.last_event_id) as response:
                 if response.status_code >= 400:
-                    raise await status_error(response)
+                    raise await status_error(response, self._redactor)
                 if content_type(response) != "text/event-stream":
                     raise ExchangeFailed(f"resuming the stream gave {content_type(response)!r}")
                 await self.read_sse(response)
@@ -271,7 +297,8 @@ class BodyReader:
         try:
             frames = parse_frames(text)
         except BadFrame as exc:
-            raise ExchangeFailed(f"the server sent {snippet(text)}, not JSON-RPC: {exc}") from exc
+            shown = quoted(text, self._redactor)
+            raise ExchangeFailed(f"the server sent {shown}, not JSON-RPC: {exc}") from exc
         for frame in frames:
             if self.request_id is not None and answers(frame, self.request_id):
                 self.answered = True

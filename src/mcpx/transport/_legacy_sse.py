@@ -15,6 +15,9 @@ Invariants:
 - A POST that fails (refused connection, HTTP error) fails only its request, as a
   ``RequestFailed``; a POST's body is otherwise ignored (the answer comes on the stream).
 - Every task runs in the transport's task group, owned by the ``open_legacy_sse`` context.
+- The SSE URL and headers may carry credentials, and the endpoint a session id: both
+  URLs, ``describe()`` and every error message show them as the transport's ``Redactor``
+  does (``mcpx.config``).
 """
 
 from __future__ import annotations
@@ -28,10 +31,11 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup
 
+from mcpx.config import Redactor, redact_url
 from mcpx.wire import RequestId, dumps
 
 from ._base import MAX_FRAME_BYTES, Inbound, RequestFailed, TransportClosed, TransportError
-from ._frames import BadFrame, parse_frames, request_id_of, snippet
+from ._frames import BadFrame, parse_frames, request_id_of
 from ._http_client import origin_of
 from ._http_stream import (
     ExchangeFailed,
@@ -39,6 +43,7 @@ from ._http_stream import (
     connection_failed,
     content_type,
     error_body_frames,
+    quoted,
     read_capped,
     start_request,
     status_error,
@@ -67,6 +72,8 @@ class LegacySseTransport:
         task_group: TaskGroup,
     ) -> None:
         self._url = httpx.URL(url)
+        self._redactor = Redactor(url, headers)
+        self._shown = self._redactor.url
         self._headers = dict(headers)
         self._client = client
         self._max_frame = max_frame
@@ -78,8 +85,9 @@ class LegacySseTransport:
 
     @property
     def endpoint(self) -> str | None:
-        """The URL frames are POSTed to, once the server has named it."""
-        return None if self._endpoint is None else str(self._endpoint)
+        """The URL frames are POSTed to, once the server has named it, as it may be shown
+        (its query values hidden: they name the session)."""
+        return None if self._endpoint is None else redact_url(str(self._endpoint))
 
     async def send(self, frame: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
         """POST ``frame`` to the endpoint; returns once its body is sent.
@@ -93,7 +101,7 @@ class LegacySseTransport:
         if self._inbox.reason is not None or self._endpoint is None:
             raise self._inbox.closed_error()
         if self._client.is_closed:
-            raise TransportClosed(f"{self._url}: the HTTP client is closed")
+            raise TransportClosed(f"{self._shown}: the HTTP client is closed")
         request_headers = httpx.Headers({"Content-Type": "application/json"})
         request_headers.update(self._headers)
         request_headers.update(headers or {})
@@ -119,8 +127,12 @@ class LegacySseTransport:
         return False
 
     def describe(self) -> dict[str, Any]:
-        """``{"transport": "sse", "url": …, "endpoint": …}``."""
-        return {"transport": "sse", "url": str(self._url), "endpoint": self.endpoint}
+        """``{"transport": "sse", "url": …, "endpoint": …}``, both redacted."""
+        return {"transport": "sse", "url": self._shown, "endpoint": self.endpoint}
+
+    def http_session(self) -> None:
+        """HTTP+SSE keeps no Streamable HTTP session (its endpoint names it): always None."""
+        return None
 
     async def _post(
         self,
@@ -138,10 +150,11 @@ class LegacySseTransport:
             try:
                 error = await self._acknowledged(request, request_id, started)
             except httpx.HTTPError as exc:
-                error = connection_failed("POST", str(endpoint), exc)
+                error = connection_failed("POST", endpoint, exc, self._redactor)
         started.release()
         if timer.cancelled_caught:
-            error = ExchangeFailed(f"POST {endpoint} got no answer within {_POST_SECONDS} s")
+            shown = redact_url(str(endpoint))
+            error = ExchangeFailed(f"POST {shown} got no answer within {_POST_SECONDS} s")
         if error is not None and request_id is not None:
             await self._inbox.put(RequestFailed(request_id, error))
 
@@ -160,10 +173,11 @@ class LegacySseTransport:
             try:
                 body = await read_capped(response, self._max_frame)
             except TransportError:
-                return status_error_with(response, b"")  # too long to be an error frame
+                # Too long to be an error frame.
+                return status_error_with(response, b"", self._redactor)
             frames = error_body_frames(body, request_id)
             if frames is None:
-                return status_error_with(response, body)
+                return status_error_with(response, body, self._redactor)
             for frame in frames:
                 await self._inbox.put(frame)
             return None
@@ -177,13 +191,14 @@ class LegacySseTransport:
         try:
             async with self._client.stream("GET", self._url, headers=self._get_headers()) as r:
                 if r.status_code >= 400:
-                    reason = await status_error(r)
+                    reason = await status_error(r, self._redactor)
                 elif content_type(r) != "text/event-stream":
-                    reason = TransportClosed(f"GET {self._url} gave {content_type(r)!r}, not SSE")
+                    reason = TransportClosed(f"GET {self._shown} gave {content_type(r)!r}, not SSE")
                 else:
                     reason = await self._read(r)
         except httpx.HTTPError as exc:
-            reason = TransportClosed(f"GET {self._url} failed: {type(exc).__name__}: {exc}")
+            failed = connection_failed("GET", self._url, exc, self._redactor)
+            reason = TransportClosed(str(failed))
             reason.__cause__ = exc
         self._end(reason)
 
@@ -206,11 +221,11 @@ class LegacySseTransport:
             try:
                 events = parser.feed(chunk)
             except EventTooLarge as exc:
-                return await self._handle(exc.events) or TransportClosed(f"{self._url}: {exc}")
+                return await self._handle(exc.events) or TransportClosed(f"{self._shown}: {exc}")
             reason = await self._handle(events)
             if reason is not None:
                 return reason
-        return TransportClosed(f"{self._url}: the SSE stream ended")
+        return TransportClosed(f"{self._shown}: the SSE stream ended")
 
     async def _handle(self, events: list[SseEvent]) -> TransportClosed | None:
         for event in events:
@@ -220,13 +235,12 @@ class LegacySseTransport:
                     return reason
             elif event.event == "message" and event.data.strip():
                 if len(event.data) > self._max_frame:
-                    return TransportClosed(f"{self._url}: a frame over {self._max_frame} bytes")
+                    return TransportClosed(f"{self._shown}: a frame over {self._max_frame} bytes")
                 try:
                     frames = parse_frames(event.data)
                 except BadFrame as exc:
-                    return TransportClosed(
-                        f"{self._url} sent {snippet(event.data)}, not JSON-RPC: {exc}"
-                    )
+                    shown = quoted(event.data, self._redactor)
+                    return TransportClosed(f"{self._shown} sent {shown}, not JSON-RPC: {exc}")
                 for frame in frames:
                     await self._inbox.put(frame)
         return None
@@ -235,10 +249,12 @@ class LegacySseTransport:
         try:
             endpoint = self._url.join(data)
         except httpx.InvalidURL as exc:
-            return TransportClosed(f"{self._url} named an invalid endpoint {snippet(data)}: {exc}")
+            shown = quoted(data, self._redactor)
+            return TransportClosed(f"{self._shown} named an invalid endpoint {shown}: {exc}")
         if origin_of(endpoint) != origin_of(self._url):
+            shown = quoted(data, self._redactor)
             return TransportClosed(
-                f"{self._url} named an endpoint on another origin ({snippet(data)}): refused"
+                f"{self._shown} named an endpoint on another origin ({shown}): refused"
             )
         self._endpoint = endpoint
         self._ready.set()
@@ -265,7 +281,7 @@ async def open_legacy_sse(
     """
     parsed = httpx.URL(url)
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError(f"not an http(s) URL: {url!r}")
+        raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
     failure: Exception | None = None
     transport: LegacySseTransport | None = None
     try:
@@ -276,7 +292,7 @@ async def open_legacy_sse(
                 await transport._ready.wait()
             if transport.endpoint is None:
                 failure = transport._failure or TransportClosed(
-                    f"{url}: no endpoint event within {endpoint_timeout} s"
+                    f"{transport._shown}: no endpoint event within {endpoint_timeout} s"
                 )
                 tg.cancel_scope.cancel()
             else:
@@ -285,7 +301,7 @@ async def open_legacy_sse(
                 except Exception as exc:
                     failure = exc  # re-raised below, unwrapped by the task group
                 finally:
-                    transport._inbox.close(TransportClosed(f"{url}: transport closed"))
+                    transport._inbox.close(TransportClosed(f"{transport._shown}: transport closed"))
                     tg.cancel_scope.cancel()
     finally:
         if transport is not None:

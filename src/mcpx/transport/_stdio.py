@@ -134,6 +134,10 @@ class StdioTransport:
         """``{"transport": "stdio", "pid": …, "command": …}``."""
         return {"transport": "stdio", "pid": self.pid, "command": self._command}
 
+    def http_session(self) -> None:
+        """stdio keeps no HTTP session: always None."""
+        return None
+
     # -- background tasks ------------------------------------------------------------------
 
     async def _pump_stdout(self) -> None:

@@ -13,7 +13,7 @@ The tree::
     ├── HeaderMismatch                    -32020
     ├── MissingRequiredClientCapability   -32021  data: {"requiredCapabilities": {...}}
     ├── UnsupportedProtocolVersion        -32022  data: {"supported": [...], "requested": "..."}
-    └── Throttled                         -429    mcpx's own: a question refused for now
+    └── Throttled                         -429    mcpx's own: refused for now (a limit reached)
 
 Invariants:
 
@@ -263,7 +263,9 @@ class UnsupportedProtocolVersion(McpError):
 
 
 class Throttled(McpError):
-    """-429: mcpx refuses an upstream's question for now (too many open, or too fast).
+    """-429: mcpx refuses for now: a limit is reached (an upstream's questions open or
+    their rate; a client's requests running, subscriptions, tasks). The message names
+    the setting.
 
     Like HTTP 429; an application code, outside -32768..-32000 (2026-07-28 §Error
     Codes). Never rebuilt from a peer's error: only mcpx's own refusal is one."""
@@ -302,6 +304,7 @@ _HTTP_STATUS: Final[dict[int, int]] = {
     -32020: 400,
     -32021: 400,
     -32022: 400,
+    -429: 429,  # mcpx's Throttled: the client is told to slow down, not that mcpx failed
 }
 
 

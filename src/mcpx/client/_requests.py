@@ -1,0 +1,292 @@
+"""Sending one request in the era the handshake settled, until its final result.
+
+Legacy: a plain request (with ``MCP-Protocol-Version`` over HTTP from 2025-06-18); a
+server that forgot our HTTP session is initialized again, once, and the request repeated.
+Modern (2026-07-28): every request restates the version, the client's capabilities and
+info in ``params._meta``; over HTTP the same facts travel as headers (and a tool's
+``x-mcp-header`` parameters, learned by listing the tools); ``input_required`` results
+are answered through the question handler and the request sent again, up to
+``proto.askRounds`` rounds.
+
+A modern request whose response stream broke before its answer (HTTP), a version the
+server refused (-32022, moving to one it names), or a ``tools/call`` refused with
+``HeaderMismatch`` (HTTP, after listing the tools again) is sent once more as a new
+request; each kind of failure once.
+
+Invariant: nothing here sends a field or a method the negotiated revision lacks (send
+conservatively); a missing ``resultType`` from a legacy server reads as ``complete``,
+and one mcpx does not recognize is an invalid response.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, Final
+
+from mcpx import wire
+from mcpx.shapes import InvalidHeaderAnnotation, ParamHeader, param_header_values, param_headers
+from mcpx.transport import HttpStatusError, ResponseStreamBroken
+
+from ._errors import HandshakeFailed, UpstreamError
+from ._handler import Asked, narrowed
+from ._handshake import CLIENT_INFO, Handshake
+from ._pages import paginate
+
+__all__ = ["Requester"]
+
+log = logging.getLogger("mcpx.client")
+
+# The only methods a server may answer with input_required.
+ASKING_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+# The resultType values mcpx recognizes: the core ones. It advertises no extension, so
+# an extension's value ("task") is as unknown as any other, and invalid (C-MSG-10).
+RESULT_TYPES: Final = frozenset({"complete", "input_required"})
+
+
+def _first(retried: set[str], reason: str) -> bool:
+    """Whether ``reason`` has not caused a retry yet; notes that it now has."""
+    if reason in retried:
+        return False
+    retried.add(reason)
+    return True
+
+
+def _session_gone(cause: BaseException | None) -> bool:
+    """A 404 on a known session, as the spec says; or the 400 "No valid session
+    ID" that the Python SDK's servers answer instead (a recorded reading)."""
+    if not isinstance(cause, HttpStatusError):
+        return False
+    if cause.status == 404:
+        return True
+    return cause.status == 400 and b"session" in cause.body.lower()
+
+
+class Requester:
+    """Any method sent to one upstream, spelled for its negotiated era."""
+
+    def __init__(
+        self, handshake: Handshake, *, ask_rounds: int, call_timeout: float | None
+    ) -> None:
+        self.handshake = handshake
+        self.conn = handshake.conn
+        self.name = handshake.name
+        self.ask_rounds = ask_rounds
+        self.call_timeout = call_timeout
+        # A tool's x-mcp-header parameters, from the latest listing (modern HTTP only).
+        self._param_headers: dict[str, list[ParamHeader]] = {}
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        log_level: str | None = None,
+        asked_by: str | int | None = None,
+        host_capabilities: dict[str, Any] | None = None,
+        relay_input: bool = False,
+    ) -> dict[str, Any]:
+        """Send ``method``; returns the final result (see ``Session.request``). No
+        ``timeout``: the call timeout.
+
+        Raises:
+            McpError: the upstream answered with a JSON-RPC error.
+            UpstreamError: the call failed on our side (timeout, broken, too many rounds).
+        """
+        timeout = timeout if timeout is not None else self.call_timeout
+        if not self.handshake.modern:
+            return await self._legacy(method, params, timeout)
+        body = dict(params or {})
+        for _round in range(self.ask_rounds + 1):
+            result = await self._send_modern(method, body, timeout, log_level, host_capabilities)
+            if self._result_type(method, result) == "complete" or relay_input:
+                return result
+            if method not in ASKING_METHODS:
+                raise UpstreamError(f"{self.name} answered {method} with input_required")
+            body = await self._answer_round(params or {}, result, asked_by)
+        raise UpstreamError(
+            f"{self.name} was still asking for input after {self.ask_rounds} rounds"
+        )
+
+    def meta(
+        self, given: Any, log_level: str | None, host: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """A modern request's ``_meta``: ``given`` with the version, the client's
+        capabilities (narrowed to ``host``'s) and info restated."""
+        revision = self.handshake.revision
+        meta = dict(given) if isinstance(given, dict) else {}
+        meta["io.modelcontextprotocol/protocolVersion"] = revision
+        ours = self.handshake.handler.capabilities(revision)
+        meta["io.modelcontextprotocol/clientCapabilities"] = narrowed(ours, host)
+        meta["io.modelcontextprotocol/clientInfo"] = CLIENT_INFO
+        if log_level is not None:
+            meta["io.modelcontextprotocol/logLevel"] = log_level
+        return meta
+
+    def modern_headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
+        """A modern request's HTTP headers (none off HTTP): version, method, the name it
+        acts on, and a tool's ``x-mcp-header`` parameters."""
+        if not self.handshake.http:
+            return {}
+        headers = {wire.MCP_PROTOCOL_VERSION: self.handshake.revision, wire.MCP_METHOD: method}
+        key = wire.MCP_NAME_SOURCES.get(method)
+        if key is not None and isinstance(params.get(key), str):
+            headers[wire.MCP_NAME] = wire.encode_header_value(params[key])
+        if method == "tools/call":
+            marked = self._param_headers.get(params.get("name", ""), [])
+            headers |= param_header_values(marked, params.get("arguments") or {})
+        return headers
+
+    def knows_tool(self, name: str) -> bool:
+        """Whether the latest listing gave ``name``'s ``x-mcp-header`` parameters."""
+        return name in self._param_headers
+
+    async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """Every tool, following pagination; over modern HTTP, invalid
+        ``x-mcp-header`` annotations drop the tool (with a warning)."""
+        request = functools.partial(self.request, timeout=timeout)
+        tools = await paginate(request, "tools/list", "tools", server=self.name)
+        if not (self.handshake.modern and self.handshake.http):
+            return tools
+        kept, marked = [], {}
+        for tool in tools:
+            try:
+                marked[tool["name"]] = param_headers(tool.get("inputSchema") or {})
+            except InvalidHeaderAnnotation as exc:
+                log.warning("%s: dropping tool %s: %s", self.name, tool.get("name"), exc)
+                continue
+            kept.append(tool)
+        # Replaced whole: a tool gone or dropped since the last listing keeps no headers.
+        self._param_headers = marked
+        return kept
+
+    # -- legacy ------------------------------------------------------------------------
+
+    async def _legacy(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None
+    ) -> dict[str, Any]:
+        try:
+            return await self.conn.request(
+                method, params, headers=self.handshake.legacy_headers(), timeout=timeout
+            )
+        except UpstreamError as exc:
+            if not (self.handshake.http and _session_gone(exc.__cause__)):
+                raise
+        # The server forgot our session (a restart, an expiry): initialize
+        # again, once, and repeat the request on the new session.
+        log.info("%s: the server forgot our session; initializing again", self.name)
+        await self.handshake.initialize_again(timeout=timeout)
+        return await self.conn.request(
+            method, params, headers=self.handshake.legacy_headers(), timeout=timeout
+        )
+
+    # -- modern ------------------------------------------------------------------------
+
+    def _result_type(self, method: str, result: dict[str, Any]) -> str:
+        """A modern result's ``resultType``; absent reads as ``complete``, for servers
+        written before it existed (C-MSG-9).
+
+        Raises:
+            UpstreamError: a value mcpx does not recognize: the response is invalid.
+        """
+        kind = result.get("resultType", "complete")
+        if not (isinstance(kind, str) and kind in RESULT_TYPES):
+            raise UpstreamError(
+                f"{self.name} answered {method} with resultType {kind!r}, which mcpx does "
+                f"not recognize (only {' or '.join(sorted(RESULT_TYPES))}): an invalid response"
+            )
+        return kind
+
+    async def _send_modern(
+        self,
+        method: str,
+        body: dict[str, Any],
+        timeout: float | None,
+        log_level: str | None = None,
+        host_capabilities: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """One modern exchange, sent again (each time a new request with a new id) after
+        a failure the spec answers with a retry; each kind of failure once.
+
+        Raises:
+            HandshakeFailed: the server refused the version it named as well.
+            McpError, UpstreamError: as for ``Connection.request``, when no retry is due
+                or the retry failed too.
+        """
+        retried: set[str] = set()
+        while True:
+            meta = self.meta(body.get("_meta"), log_level, host_capabilities)
+            params = {**body, "_meta": meta}
+            try:
+                return await self.conn.request(
+                    method, params, headers=self.modern_headers(method, params), timeout=timeout
+                )
+            except wire.UnsupportedProtocolVersion as exc:
+                if not _first(retried, "version"):
+                    raise HandshakeFailed(
+                        f"{self.name} refused every version mcpx offered for {method}"
+                    ) from exc
+                self.handshake.adopt_version(exc)
+            except wire.HeaderMismatch:
+                if not (
+                    method == "tools/call" and self.handshake.http and _first(retried, "headers")
+                ):
+                    raise
+                if not await self._refresh_param_headers(params.get("name"), timeout):
+                    raise
+            except UpstreamError as exc:
+                # Only a response stream cut short: a timeout or a cancelled caller (its
+                # own exception) never comes here, nor does a broken connection.
+                lost = isinstance(exc.__cause__, ResponseStreamBroken)
+                if not (lost and _first(retried, "lost")):
+                    raise
+                # C-HTTP-36: 2026-07-28 has no resumption, so the request is lost and
+                # is sent again (a tools/call may then run twice: the spec's choice).
+                log.warning("%s: %s; sending it again as a new request", self.name, exc)
+
+    async def _refresh_param_headers(self, tool: Any, timeout: float | None) -> bool:
+        """List the tools again after a ``HeaderMismatch`` (C-HTTP-34): the tool's
+        ``x-mcp-header`` annotations may have changed. Whether it is still callable."""
+        log.info("%s: header mismatch on tool %s; listing its tools again", self.name, tool)
+        await self.list_tools(timeout=timeout)
+        return tool in self._param_headers
+
+    async def _answer_round(
+        self, original: dict[str, Any], result: dict[str, Any], asked_by: str | int | None
+    ) -> dict[str, Any]:
+        """The next round's params: ``original`` with the answers to the questions of an
+        ``input_required`` ``result`` and its ``requestState``.
+
+        Raises:
+            UpstreamError: a question mcpx cannot answer, or every one refused for now.
+        """
+        asked = Asked(self.name, self.handshake.revision, asked_by)
+        questions = result.get("inputRequests") or {}
+        responses = {}
+        throttled: list[wire.Throttled] = []
+        handler = self.handshake.handler
+        for key, question in questions.items():
+            q_method = question.get("method", "")
+            try:
+                responses[key] = await handler.answer(q_method, question.get("params") or {}, asked)
+            except wire.Throttled as exc:
+                # Refused for now: left out of the retry, the server asks again for what
+                # it still needs (mrtr, Error Handling), as a legacy server would hear
+                # the refusal of that one question alone.
+                log.info("%s: %s (%s) left unanswered: %s", self.name, q_method, key, exc)
+                throttled.append(exc)
+            except wire.McpError as exc:
+                raise UpstreamError(
+                    f"{self.name} asked {q_method}, which mcpx cannot answer: {exc.message}"
+                ) from exc
+        if throttled and not responses:
+            # Nothing answered: another round would only ask the same again.
+            raise UpstreamError(
+                f"{self.name}'s questions were all refused: {throttled[0].message}"
+            ) from throttled[0]
+        body = {k: v for k, v in original.items() if k not in ("inputResponses", "requestState")}
+        body["inputResponses"] = responses
+        if "requestState" in result:
+            body["requestState"] = result["requestState"]
+        return body

@@ -1,0 +1,257 @@
+"""The TCP port's front door: the ASGI middleware every request over TCP passes first.
+
+A browser page can send requests to the daemon's port (cross-site request forgery) and,
+through a name it controls that resolves to 127.0.0.1, read the answers (DNS
+rebinding). So before any route runs, in this order, the first failure answering:
+
+1. ``Host`` names the daemon (``server.host_allowed``: loopback names or the address the
+   request arrived on, with its port; ``transport.allowedHosts``), else 421.
+2. A present ``Origin`` is loopback, the daemon's own or in ``transport.allowedOrigins``
+   (``server.origin_allowed``, the rule ``/mcp`` has always used), else 403.
+3. ``Sec-Fetch-Site: cross-site`` is 403: a browser says so of a page elsewhere.
+4. ``daemon.auth`` (``Authenticator.check``): 401 with ``WWW-Authenticate`` otherwise.
+5. A POST, and any request with a body (a Content-Length above 0 or a
+   Transfer-Encoding), says ``Content-Type: application/json``, else 415: the forms and
+   ``text/plain`` posts a browser sends cross-site without asking never reach a handler.
+   Every POST, even a bodiless one: ``fetch(url, {method: "POST", mode: "no-cors"})`` is
+   sent without asking too. PUT, PATCH and DELETE without a body pass to the router (a
+   browser must ask first to send those cross-site, and nothing here answers yes). A
+   request no route takes goes on to the router, which answers 404 or 405 and runs no
+   handler: the method or path is the first thing wrong with it.
+
+Invariants:
+
+- Only TCP requests are checked. The unix socket (mode 0600) is the user's own: uvicorn
+  gives its requests ``scope["server"] == (path, None)``; a request whose server has an
+  integer port, or none at all, is TCP (unsure is checked: fail closed).
+- ``/health`` passes unchecked: it answers ``{"ok": true}`` and nothing else, so there is
+  nothing on it to protect, and a monitor reaching the port by any name still can.
+- A refusal reads no body and reaches no route. ``/mcp`` answers a JSON-RPC error (no
+  id), everything else the /v1 error shape; either way ``Connection: close``, since the
+  body is left unread.
+- The ``Authorization`` header is never logged or echoed; a token is named, at most.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcpx import wire
+from mcpx.ops import OpError
+from mcpx.server import host_allowed, origin_allowed
+from mcpx.wire import InvalidRequest
+
+from ._daemon_auth import Authenticator, Denied
+
+__all__ = ["FrontDoor", "routed"]
+
+log = logging.getLogger("mcpx.daemon")
+
+_OPEN: Final = "/health"
+_MCP: Final = "/mcp"
+# Of the methods a browser sends cross-site without asking (GET, HEAD, POST), the one
+# that carries a body.
+_SIMPLE_BODY: Final = "POST"
+_WANTED: Final = frozenset(
+    {
+        b"host",
+        b"origin",
+        b"sec-fetch-site",
+        b"authorization",
+        b"content-type",
+        b"content-length",
+        b"transfer-encoding",
+    }
+)
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    status: int
+    code: str
+    message: str
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+
+class FrontDoor:
+    """Wraps the daemon's whole app; see the module docstring for what it checks."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        own_origins: list[str],
+        allowed_origins: list[str],
+        allowed_hosts: list[str],
+        auth: Authenticator | None,
+        routed: Callable[[Scope], bool],
+    ) -> None:
+        """``routed`` tells whether a route takes a request (path and method)."""
+        self._app = app
+        self._routed = routed
+        self._own_origins = own_origins
+        self._allowed_origins = allowed_origins
+        self._allowed_hosts = allowed_hosts
+        self._auth = auth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan" or not _over_tcp(scope) or scope["path"] == _OPEN:
+            await self._app(scope, receive, send)
+            return
+        refusal = self._check(scope)
+        if refusal is None:
+            await self._app(scope, receive, send)
+            return
+        client = scope.get("client")
+        log.info(
+            "refused %s %s from %s: %s",
+            scope.get("method", kind),
+            scope["path"],
+            f"{client[0]}:{client[1]}" if client else "?",
+            refusal.code,
+        )
+        if kind == "websocket":
+            # No route takes a WebSocket; a refused one is closed before it is accepted.
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            await _answer(scope, send, refusal)
+
+    def _check(self, scope: Scope) -> _Refusal | None:
+        headers: dict[bytes, list[bytes]] = {}
+        for name, value in scope["headers"]:
+            if name in _WANTED:
+                headers.setdefault(name, []).append(value)
+        return (
+            self._host(scope, headers)
+            or self._origin(headers)
+            or _cross_site(headers)
+            or self._authorized(headers)
+            or self._json_body(scope, headers)
+        )
+
+    def _host(self, scope: Scope, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
+        host = _one(headers, b"host")
+        address, port = scope["server"] or ("", 0)
+        if host is not None and host_allowed(
+            host, own=(address, port), allowed=self._allowed_hosts
+        ):
+            return None
+        shown = "no Host header" if host is None else f"Host {host[:100]!r}"
+        # 421 Misdirected Request, not 403: the request names another server than this
+        # one (RFC 9110 15.5.20), which is exactly what a rebound name is; nothing about
+        # who sent it is judged, and a client that meant this daemon learns what to fix.
+        return _Refusal(
+            421,
+            "misdirected_request",
+            f"{shown} does not name this daemon: reach it as 127.0.0.1:{port} or "
+            f"localhost:{port}, or add the name to transport.allowedHosts",
+        )
+
+    def _origin(self, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
+        origins = headers.get(b"origin", [])
+        origin = _one(headers, b"origin")
+        if len(origins) <= 1 and origin_allowed(
+            origin, own=self._own_origins, allowed=self._allowed_origins
+        ):
+            return None
+        return _Refusal(
+            403,
+            "origin_not_allowed",
+            f"Origin {(origin or '')[:100]!r} may not call this daemon: only loopback pages, "
+            "its own address and transport.allowedOrigins may",
+        )
+
+    def _authorized(self, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
+        if self._auth is None:
+            return None
+        given = headers.get(b"authorization", [])
+        verdict = self._auth.check(given[0] if len(given) == 1 else None)
+        if isinstance(verdict, Denied):
+            return _Refusal(
+                401,
+                verdict.code,
+                verdict.message,
+                ((b"www-authenticate", verdict.challenge.encode()),),
+            )
+        log.debug("authenticated as token %s", verdict)
+        return None
+
+    def _json_body(self, scope: Scope, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
+        refusal = _json_body(scope, headers)
+        # Asked only of a refusal: the routes are not walked for every /mcp POST.
+        return refusal if refusal is not None and self._routed(scope) else None
+
+
+def _over_tcp(scope: Scope) -> bool:
+    # uvicorn: (host, port) for TCP, (socket path, None) for a unix socket.
+    server = scope.get("server")
+    return not (isinstance(server, (tuple, list)) and len(server) == 2 and server[1] is None)
+
+
+def _one(headers: dict[bytes, list[bytes]], name: bytes) -> str | None:
+    """The header's one value; two or more count as none (a request that repeats Host
+    or Origin is not one a browser sends, and which one a proxy used is unknown)."""
+    values = headers.get(name, [])
+    return values[0].decode("latin-1") if len(values) == 1 else None
+
+
+def _cross_site(headers: dict[bytes, list[bytes]]) -> _Refusal | None:
+    if any(v.strip().lower() == b"cross-site" for v in headers.get(b"sec-fetch-site", [])):
+        return _Refusal(
+            403,
+            "cross_site",
+            "a browser request from another site (Sec-Fetch-Site: cross-site) is refused",
+        )
+    return None
+
+
+def routed(routes: Sequence[BaseRoute]) -> Callable[[Scope], bool]:
+    """Whether one of ``routes`` takes a request, path and method both."""
+
+    def takes(scope: Scope) -> bool:
+        return any(route.matches(scope)[0] == Match.FULL for route in routes)
+
+    return takes
+
+
+def _json_body(scope: Scope, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
+    length = headers.get(b"content-length", [b"0"])
+    may_carry = (
+        scope.get("method") == _SIMPLE_BODY
+        or b"transfer-encoding" in headers
+        or any(v.strip() not in (b"", b"0") for v in length)
+    )
+    if not may_carry:
+        return None
+    given = _one(headers, b"content-type")
+    media = (given or "").partition(";")[0].strip().lower()
+    if media == "application/json":
+        return None
+    got = "none" if given is None else repr(given[:100])
+    return _Refusal(
+        415,
+        "unsupported_media_type",
+        f"a request body must be Content-Type: application/json (got {got})",
+    )
+
+
+async def _answer(scope: Scope, send: Send, refusal: _Refusal) -> None:
+    if scope["path"] == _MCP:
+        body = wire.dumps(wire.error(None, InvalidRequest(refusal.message)))
+    else:
+        body = wire.dumps(OpError(refusal.status, refusal.code, refusal.message).body())
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+        *refusal.headers,
+    ]
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

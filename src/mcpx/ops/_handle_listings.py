@@ -1,0 +1,126 @@
+"""The handlers that list and describe: health, protocol, servers, tools, prompts, resources.
+
+Listings come from the catalogue (no upstream is started to list it); a server whose
+listing failed is named under ``errors`` rather than failing the whole answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mcpx import spec
+
+from ._errors import OpError
+from ._search import rank_tools
+from ._upstream_call import upstream
+
+if TYPE_CHECKING:
+    from ._context import OpContext
+
+__all__ = [
+    "catalogued_tool",
+    "health",
+    "prompts_list",
+    "protocol",
+    "resources_list",
+    "resources_templates",
+    "servers_list",
+    "tools_describe",
+    "tools_list",
+]
+
+
+async def health(ctx: OpContext, args: dict[str, Any]) -> Any:
+    # Nothing more: /health is open to any Host and without a token (a monitor's probe),
+    # so a rebinding page can read it. The pid and version are in <state>/daemon.json.
+    return {"ok": True}
+
+
+async def protocol(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return spec.protocol_json(ctx.settings.policy())
+
+
+async def servers_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+    out = []
+    for name, server in sorted(ctx.pool.servers.items()):
+        known = ctx.catalogue.known(name)
+        out.append(
+            {
+                "name": name,
+                "transport": server.transport,
+                "command": [server.command, *server.args] if server.command else None,
+                "url": server.shown_url,
+                "scope": server.scope,
+                "protocol": server.protocol or ctx.settings["upstream.protocol"],
+                "instances": [i.status() for i in ctx.pool.instances(name)],
+                # Resource URIs subscribed upstream for hosts (counted across them).
+                "subscriptions": sorted(ctx.pool.watches.wanted(name)),
+                "catalogue": {
+                    "tools": len(known.get("tools") or []),
+                    "era": known.get("era"),
+                    "revision": known.get("revision"),
+                    "error": known.get("error"),
+                }
+                if known
+                else None,
+            }
+        )
+    return {"servers": out}
+
+
+async def _catalogued(ctx: OpContext, args: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    server = args.get("server")
+    return await upstream(
+        server or "*", ctx.catalogue.entries(server, refresh=bool(args.get("refresh")))
+    )
+
+
+async def tools_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+    entries = await _catalogued(ctx, args)
+    items = [(s, t) for s, e in entries.items() for t in e.get("tools") or []]
+    if args.get("search"):
+        items = rank_tools(items, args["search"])
+    errors = {s: e["error"] for s, e in entries.items() if e.get("error")}
+    return {"tools": [{"server": s, **t} for s, t in items], "errors": errors}
+
+
+async def catalogued_tool(ctx: OpContext, server: str, name: str) -> dict[str, Any] | None:
+    entry = await upstream(server, ctx.catalogue.entry(server))
+    if entry.get("error"):
+        return None  # unknown: let the upstream say (it may have come back)
+    tools: dict[str, dict[str, Any]] = {t["name"]: t for t in entry.get("tools") or []}
+    if name not in tools:
+        raise OpError(
+            404,
+            "unknown_tool",
+            f"{server} has no tool named {name!r}; it has: {', '.join(sorted(tools)) or 'none'}",
+            {"server": server, "known": sorted(tools)},
+        )
+    return tools[name]
+
+
+async def tools_describe(ctx: OpContext, args: dict[str, Any]) -> Any:
+    tool = await catalogued_tool(ctx, args["server"], args["tool"])
+    if tool is None:
+        raise OpError(502, "upstream_error", f"{args['server']} could not be listed", {})
+    return {"server": args["server"], **tool}
+
+
+async def _listing(ctx: OpContext, args: dict[str, Any], key: str, out: str) -> Any:
+    """One kind of catalogued item across servers, each tagged with its server;
+    a server whose listing failed is named under ``errors`` instead."""
+    entries = await _catalogued(ctx, args)
+    found = [{"server": s, **item} for s, e in entries.items() for item in e.get(key) or []]
+    return {out: found, "errors": {s: e["error"] for s, e in entries.items() if e.get("error")}}
+
+
+async def prompts_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return await _listing(ctx, args, "prompts", "prompts")
+
+
+async def resources_list(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return await _listing(ctx, args, "resources", "resources")
+
+
+async def resources_templates(ctx: OpContext, args: dict[str, Any]) -> Any:
+    return await _listing(ctx, args, "templates", "resourceTemplates")

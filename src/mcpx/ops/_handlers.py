@@ -1,0 +1,53 @@
+"""Each operation's handler, by the name the table gives it, and running one.
+
+The table (``_operations``) names handlers rather than holding them: the CLI reads the
+table at every start, and the handlers bring in the pool, the upstream client and the
+broker, which only the daemon needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+
+from . import _handle_calls as calls
+from . import _handle_events as events
+from . import _handle_listings as listings
+from . import _handle_questions as questions
+from ._table import Handler, Operation
+
+if TYPE_CHECKING:
+    from ._context import OpContext
+
+__all__ = ["HANDLERS", "run_operation"]
+
+HANDLERS: Final[Mapping[str, Handler]] = MappingProxyType(
+    {
+        "health": listings.health,
+        "protocol": listings.protocol,
+        "servers_list": listings.servers_list,
+        "tools_list": listings.tools_list,
+        "tools_describe": listings.tools_describe,
+        "call": calls.call,
+        "prompts_list": listings.prompts_list,
+        "prompts_get": calls.prompts_get,
+        "resources_list": listings.resources_list,
+        "resources_templates": listings.resources_templates,
+        "resources_read": calls.resources_read,
+        "complete": calls.complete,
+        "events": events.events,
+        "questions_list": questions.questions_list,
+        "questions_show": questions.questions_show,
+        "questions_answer": questions.questions_answer,
+        "questions_decline": questions.questions_decline,
+        "questions_cancel": questions.questions_cancel,
+        "tasks_show": questions.tasks_show,
+        "tasks_result": questions.tasks_result,
+    }
+)
+
+
+async def run_operation(op: Operation, ctx: OpContext, args: dict[str, Any]) -> Any:
+    """``op``'s handler on ``args`` (already validated against its input schema)."""
+    return await HANDLERS[op.handler](ctx, args)

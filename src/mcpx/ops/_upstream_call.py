@@ -1,0 +1,131 @@
+"""The upstream-call primitive and the one map of its failures to errors.
+
+Every surface (``/v1``, the gateway's MCP tools, pass-through, stdio hosts) reaches an
+upstream through ``request_for_caller`` and words its failures from ``upstream_error``:
+a /v1 caller gets the ``OpError`` as it is, an MCP host its message as a JSON-RPC error.
+
+Invariants:
+
+- The caller's trace context (``TRACE_KEYS`` in ``_meta``) goes upstream unchanged; its
+  progress token never does (``CallsInFlight`` gives the call one of mcpx's own).
+- Arguments over ``pool.maxArguments`` are refused before anything is sent.
+- A ``call.finished`` event is published for every ``tools/call``, however it ends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from mcpx import wire
+from mcpx.client import UpstreamError, UpstreamTimeout
+from mcpx.config import more_verbose
+from mcpx.pool import PoolFull, UnknownServer
+
+from ._errors import OpError
+from ._limits import check_arguments_size
+
+if TYPE_CHECKING:
+    from ._context import OpContext
+
+__all__ = ["TRACE_KEYS", "request_for_caller", "upstream", "upstream_error"]
+
+# W3C trace context in _meta: passed upstream unchanged.
+TRACE_KEYS: Final = ("traceparent", "tracestate", "baggage")
+
+T = TypeVar("T")
+
+
+async def upstream(server: str, call: Awaitable[T]) -> T:
+    """``call``'s result; the pool's and the upstream's failures as /v1 errors."""
+    try:
+        return await call
+    except Exception as exc:
+        translated = upstream_error(server, exc)
+        if translated is None:
+            raise
+        raise translated from exc
+
+
+def upstream_error(server: str, exc: Exception) -> OpError | None:
+    """``exc`` as the /v1 error it is, or None when it is not an upstream call's failure."""
+
+    if isinstance(exc, UnknownServer):
+        return OpError(404, "unknown_server", str(exc), {"known": exc.known})
+    if isinstance(exc, UpstreamTimeout):
+        return OpError(504, "upstream_timeout", str(exc), {"server": server})
+    if isinstance(exc, PoolFull):
+        return OpError(503, "pool_full", str(exc), {"server": server})
+    if isinstance(exc, UpstreamError):
+        return OpError(502, "upstream_error", str(exc), {"server": server})
+    if isinstance(exc, wire.McpError):
+        return OpError(
+            502,
+            "upstream_error",
+            f"{server} answered with an error: {exc.message}",
+            {"server": server, "jsonrpc": exc.to_error()},
+        )
+    return None
+
+
+async def request_for_caller(
+    ctx: OpContext,
+    server: str,
+    method: str,
+    params: dict[str, Any],
+    timeout: float | None = None,
+    *,
+    relay_input: bool = False,
+) -> dict[str, Any]:
+    """One upstream request on the caller's behalf: in its scope, narrowed to its
+    capabilities, with its trace context; the upstream's progress and log messages go
+    back to it while the request runs (all absent for /v1 callers). ``relay_input``
+    hands a modern upstream's ``input_required`` back as it is."""
+    check_arguments_size(ctx.settings, method, params)  # every surface's calls pass here
+    caller = ctx.caller_meta or {}
+    meta: dict[str, Any] = {k: caller[k] for k in TRACE_KEYS if k in caller}
+    meta |= params.get("_meta") or {}
+    level = more_verbose(ctx.log_level, str(ctx.settings["log.level"]))
+    config = ctx.pool.servers.get(server)
+    scope = ctx.pool.scope_key(config, ctx.identity) if config is not None else ""
+    with (
+        ctx.calls.call(server, ctx.notify, caller, ctx.log_level, ctx.asker, scope) as token,
+        _reported(ctx, server, method, params) as outcome,
+    ):
+        if token is not None:
+            meta["progressToken"] = token
+        sent = {**params, "_meta": meta} if meta else params
+        result = await ctx.pool.request(
+            server,
+            method,
+            sent,
+            identity=ctx.identity,
+            timeout=timeout,
+            host_capabilities=ctx.host_capabilities,
+            log_level=level,
+            relay_input=relay_input,
+        )
+        outcome["isError"] = bool(result.get("isError"))
+        return result
+
+
+@contextmanager
+def _reported(
+    ctx: OpContext, server: str, method: str, params: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """A ``call.finished`` event when a tools/call ends, however it ends; the caller
+    fills in the outcome (an error is assumed until it does)."""
+    outcome: dict[str, Any] = {}
+    started = time.monotonic()
+    try:
+        yield outcome
+    except BaseException as exc:
+        outcome["error"] = str(exc) or type(exc).__name__
+        raise
+    finally:
+        if method == "tools/call" and ctx.events is not None:
+            ms = round((time.monotonic() - started) * 1000, 1)
+            data = {"tool": params.get("name"), "ms": ms, **outcome}
+            ctx.events.publish("call.finished", data, server=server)
