@@ -10,8 +10,10 @@ few keep-alive connections, so that 50,000 take seconds), then ``--callers`` hos
 with its own session and connection, call ``echo`` through ``mcpx_call`` (``tools/call``
 on ``/mcp``) until ``--calls`` calls are answered, ``--reps`` times (medians are
 printed). Before the first size, one round of calls warms the upstream and the daemon.
-Printed per N: calls/s, p50 and p99 latency, each against N=100 (the target is flat:
-within 10 %), the time to open the sessions, and the daemon's RSS. At the end the
+Printed per N: calls/s, p50 and p99 latency, and the daemon's own CPU time per call
+(user + system, from /proc: the least sensitive to this machine's drifting speed), each
+against N=100 (the target is flat: within 10 %), the time to open the sessions, and the
+daemon's RSS. At the end the
 first session opened is asked a ``ping``: it must still be there (held, not evicted).
 
 ``--src DIR`` runs the daemon from another checkout's ``src`` (PYTHONPATH), e.g. the code
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -150,8 +153,17 @@ async def open_sessions(port: int, count: int, lanes: int = 8) -> list[str]:
     return sids
 
 
-async def call_phase(port: int, callers: int, calls: int, warmup: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used (its children not counted)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def call_phase(
+    port: int, pid: int, callers: int, calls: int, warmup: int
+) -> dict[str, float]:
     """``callers`` hosts, each its own session, call until ``calls`` are answered."""
+    cpu0 = cpu_seconds(pid)
     sids = await open_sessions(port, callers, lanes=callers)
     latencies: list[float] = []
     counter = iter(range(1, warmup + calls + 1))
@@ -182,8 +194,14 @@ async def call_phase(port: int, callers: int, calls: int, warmup: int) -> dict[s
             await http.post(None, sid)
     finally:
         await http.aclose()
+    cpu_us = (cpu_seconds(pid) - cpu0) / (warmup + calls) * 1e6
     cuts = statistics.quantiles(latencies, n=100)
-    return {"rps": len(latencies) / elapsed, "p50": cuts[49] * 1e3, "p99": cuts[98] * 1e3}
+    return {
+        "rps": len(latencies) / elapsed,
+        "p50": cuts[49] * 1e3,
+        "p99": cuts[98] * 1e3,
+        "cpu_us": cpu_us,
+    }
 
 
 async def still_there(port: int, sid: str) -> bool:
@@ -201,14 +219,14 @@ async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="mcpx-bench-sessions-") as work:
         cap = sizes[-1] + args.callers + 16
         with daemon(Path(work), cap, args.src) as d:
-            await call_phase(d["port"], args.callers, args.calls, args.warmup)  # warm
+            await call_phase(d["port"], d["pid"], args.callers, args.calls, args.warmup)  # warm
             held: list[str] = []
             for n in sizes:
                 t0 = time.perf_counter()
                 held += await open_sessions(d["port"], n - len(held))
                 opened = time.perf_counter() - t0
                 reps = [
-                    await call_phase(d["port"], args.callers, args.calls, args.warmup)
+                    await call_phase(d["port"], d["pid"], args.callers, args.calls, args.warmup)
                     for _ in range(args.reps)
                 ]
                 figures = {k: statistics.median(r[k] for r in reps) for k in reps[0]}
@@ -222,13 +240,14 @@ async def run(args: argparse.Namespace) -> None:
     )
     print(
         f"{'N':>7} {'open s':>7} {'calls/s':>8} {'ratio':>6} {'p50 ms':>7} {'ratio':>6}"
-        f" {'p99 ms':>7} {'ratio':>6} {'RSS MiB':>8}"
+        f" {'p99 ms':>7} {'ratio':>6} {'CPU us/call':>11} {'ratio':>6} {'RSS MiB':>8}"
     )
     for r in rows:
         print(
             f"{r['n']:>7g} {r['open_s']:>7.1f} {r['rps']:>8.0f} {r['rps'] / base['rps']:>6.2f}"
             f" {r['p50']:>7.1f} {r['p50'] / base['p50']:>6.2f} {r['p99']:>7.1f}"
-            f" {r['p99'] / base['p99']:>6.2f} {r['rss']:>8.0f}"
+            f" {r['p99'] / base['p99']:>6.2f} {r['cpu_us']:>11.0f}"
+            f" {r['cpu_us'] / base['cpu_us']:>6.2f} {r['rss']:>8.0f}"
         )
     print(f"the first session opened is still held: {first_held}")
 

@@ -155,3 +155,23 @@ def test_events_for_an_unknown_server_are_404(daemon: Daemon, params: dict[str, 
 def test_a_loose_state_dir_is_tightened(daemon: Daemon) -> None:
     assert stat.S_IMODE(daemon.state.stat().st_mode) == 0o700
     assert isinstance(daemon.state, Path)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/prompts/get", {"server": "demo", "name": "no-such-prompt"}),
+        ("/v1/resources/read", {"server": "demo", "uri": "demo://no/such/resource"}),
+    ],
+)
+def test_input_the_upstream_refuses_is_the_callers_400(
+    daemon: Daemon, path: str, body: dict[str, str]
+) -> None:
+    with daemon.http() as api:
+        r = api.post(path, json=body)
+    error = r.json()["error"]
+    # The upstream's -32602 is the caller's mistake: a 4xx naming the server, with the
+    # upstream's own error, never a 502 as though the upstream had failed.
+    assert r.status_code == 400 and error["code"] == "upstream_refused_input", error
+    assert error["details"]["server"] == "demo"
+    assert error["details"]["jsonrpc"]["code"] == -32602

@@ -7,6 +7,8 @@ invalid_input     400     input or tool arguments fail their schema (names the f
 unknown_server    404     no such server (details.known lists the valid names)
 unknown_tool      404     no such tool on the server (details.known)
 unknown_operation 404     no such route
+upstream_refused_input 400  the upstream answered -32602: the params do not fit it
+                          (details.jsonrpc carries its error) — names the server
 upstream_error    502     the upstream failed or answered a JSON-RPC error
                           (details.jsonrpc carries it) — names the server
 upstream_timeout  504     no answer within the call's budget

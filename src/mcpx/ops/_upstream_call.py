@@ -60,6 +60,15 @@ def upstream_error(server: str, exc: Exception) -> OpError | None:
         return OpError(503, "pool_full", str(exc), {"server": server})
     if isinstance(exc, UpstreamError):
         return OpError(502, "upstream_error", str(exc), {"server": server})
+    if isinstance(exc, wire.InvalidParams) and exc.remote:
+        # The upstream refused the caller's params (no such prompt, no resource at that
+        # URI): the caller's mistake, not the upstream failing.
+        return OpError(
+            400,
+            "upstream_refused_input",
+            f"{server} refused the request's params: {exc.message}",
+            {"server": server, "jsonrpc": exc.to_error()},
+        )
     if isinstance(exc, wire.McpError):
         return OpError(
             502,
