@@ -7,12 +7,12 @@ bash "$ROOT/scripts/peers.sh"
 
 # venv NAME MODULE PIP-SPEC...: .tooling/bench/NAME with SPECs, unless MODULE imports there.
 venv() {
-  local dir="$ROOT/.tooling/bench/$1" module="$2"
+  local name="$1" dir="$ROOT/.tooling/bench/$1" module="$2"
   shift 2
   if [ ! -x "$dir/bin/python" ] || ! "$dir/bin/python" -c "import $module" 2>/dev/null; then
     "${PYTHON:-python3}" -m venv "$dir"
     "$dir/bin/pip" install -q --disable-pip-version-check "$@" 2>&1 | grep -v "WARNING: Location" || true
-    "$dir/bin/python" -c "import importlib.metadata as m; print('$module', m.version('$1'))"
+    "$dir/bin/python" -c "import importlib.metadata as m; print('$module', m.version('$name'))"
   fi
 }
 venv fastmcp fastmcp "fastmcp>=4.1,<4.2"

@@ -111,8 +111,10 @@ def _next_event(lines: Iterator[str]) -> dict[str, str]:
         assert time.monotonic() < deadline, "no event in time"
         if line.startswith(":"):
             continue
-        if not line and fields:
-            return fields
+        if not line:  # an event ends; the blank line after a keep-alive ends nothing
+            if fields:
+                return fields
+            continue
         name, _, value = line.partition(":")
         fields[name] = value.strip()
     raise AssertionError("the stream ended")

@@ -13,8 +13,7 @@ import anyio
 import pytest
 
 from mcpx.daemon._sessions import Session, Sessions
-from mcpx.daemon._slots import Slots
-from mcpx.server import Conn
+from mcpx.server import Conn, HostSession, Slots
 
 
 class _Clock:
@@ -31,7 +30,7 @@ def _table(clock: _Clock) -> tuple[Sessions, list[str]]:
 
 
 def _session(sid: str) -> Session:
-    return Session(sid, Conn(transport="http"), Slots(4))
+    return Session(sid, HostSession(Conn(transport="http"), Slots(4)))
 
 
 def test_expiry_ends_the_idle_sessions_in_the_order_they_were_last_used() -> None:

@@ -228,7 +228,11 @@ async def test_modern_results_carry_the_envelope(sent_frames: FrameLog) -> None:
         # Over HTTP a modern header with no _meta in the body is malformed, not legacy.
         frame = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
         missing = await dispatch(
-            frame, Conn("http"), peer.ctx, settings=peer.config, header_version="2026-07-28"
+            frame,
+            Conn("http"),
+            peer.ctx,
+            settings=peer.config,
+            headers={"MCP-Protocol-Version": "2026-07-28"},
         )
         assert missing is not None and missing["error"]["code"] == -32602
         peer.log.sent(missing, "2026-07-28", sender="server", answering="tools/list")

@@ -1,15 +1,18 @@
 """The daemon's ``/mcp`` endpoint: MCP over Streamable HTTP, every revision, one URL.
 
-Job: turn HTTP requests into frames for ``server.dispatch`` and its answers back into
-HTTP, with the transport rules of each era around it.
+Job: turn HTTP requests into frames for the server side (a legacy session's
+``server.HostSession``, or ``server.dispatch`` for a stateless request) and its answers
+back into HTTP, with the transport rules of each era around it. What a frame means is
+the server's business; sessions, streams and statuses are this module's.
 
 Invariants:
 
 - ``Origin`` is checked on every request before anything is parsed (DNS rebinding):
   anything but loopback, the daemon's own address and ``transport.allowedOrigins`` is 403.
 - A body with modern ``_meta``, or a 2026-07-28 ``MCP-Protocol-Version`` header, is
-  served statelessly: its headers must agree with its body, it gets a fresh ``Conn``, no
-  session is minted or echoed, and an error's HTTP status follows its code.
+  served statelessly (``server.stateless``): it gets a fresh ``Conn`` and its headers go
+  to ``dispatch``, which checks them against the body; no session is minted or echoed,
+  and an error's HTTP status follows its code.
 - Legacy: only ``initialize`` mints an ``Mcp-Session-Id``; every other legacy message
   names a live session (none: 400; unknown or ended: 404). A session's state lives on its
   own ``Conn`` here, never on the server, so sessions share nothing.
@@ -32,10 +35,9 @@ Invariants:
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Final
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Final
 
-import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -43,27 +45,18 @@ from starlette.types import Receive, Scope, Send
 from mcpx import wire
 from mcpx.ops import OpContext
 from mcpx.server import (
-    META_VERSION,
     Audience,
     Conn,
-    check_headers,
-    check_meta,
+    HostSession,
     dispatch,
     origin_allowed,
     release_all,
-    tool_schema,
+    stateless,
+    too_many_running,
 )
-from mcpx.spec import HEADERLESS, MODERN
-from mcpx.wire import (
-    MCP_PROTOCOL_VERSION,
-    MCP_SESSION_ID,
-    InvalidRequest,
-    Kind,
-    McpError,
-    Throttled,
-)
+from mcpx.spec import BATCHED, MODERN
+from mcpx.wire import MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Kind, McpError, Throttled
 
-from ._bounds import batch_refusal, too_many_running
 from ._later import Later
 from ._mcp_answer import LazyAnswer
 from ._mcp_replies import (
@@ -77,7 +70,6 @@ from ._mcp_replies import (
     traced,
 )
 from ._sessions import Session, Sessions
-from ._slots import Slots
 
 __all__ = ["McpEndpoint"]
 
@@ -86,12 +78,6 @@ __all__ = ["McpEndpoint"]
 _RETRY_CALLS: Final = "1"
 _RETRY_SESSIONS: Final = "5"
 _NOT_FOUND: Final = "Session not found (unknown, expired or terminated): start a new one"
-
-
-def _modern_meta(frame: Mapping[str, Any]) -> bool:
-    params = frame.get("params")
-    meta = params.get("_meta") if isinstance(params, Mapping) else None
-    return isinstance(meta, Mapping) and META_VERSION in meta
 
 
 class McpEndpoint:
@@ -170,20 +156,15 @@ class McpEndpoint:
         if decoded.batch:
             return await self._batch(request, decoded)
         kind, frame = decoded.messages[0]
-        header_version = request.headers.get(MCP_PROTOCOL_VERSION)
-        if _modern_meta(frame) or header_version in MODERN:
-            return await self._modern(request, kind, frame, header_version)
-        return await self._legacy(request, kind, frame, header_version)
+        if stateless(frame, request.headers.get(MCP_PROTOCOL_VERSION)):
+            return self._stateless(request, kind, frame)
+        return await self._legacy(request, kind, frame)
 
     def _batch_ok(self, request: Request) -> bool:
-        # Only 2025-03-26 has batches: a session negotiated at it, no other header.
+        # A session negotiated at a revision with batches, and no other header.
         session = self.sessions.get(request.headers.get(MCP_SESSION_ID) or "")
         header = request.headers.get(MCP_PROTOCOL_VERSION)
-        return (
-            session is not None
-            and session.conn.revision == HEADERLESS
-            and header in (None, HEADERLESS)
-        )
+        return session is not None and session.host.batches and header in (None, *BATCHED)
 
     async def _batch(self, request: Request, decoded: wire.Decoded) -> Response:
         """A 2025-03-26 batch: its requests run concurrently, at most as many at once as
@@ -193,91 +174,40 @@ class McpEndpoint:
         if session is None:  # ended since _batch_ok saw it
             return self._refused(404, _NOT_FOUND)
         # Refused whole, before any of it is acted on: answering part would split it.
-        refusal = batch_refusal(decoded, ctx.settings, session.batched)
+        refusal = session.host.batch_refusal(decoded, ctx.settings)
         if isinstance(refusal, Throttled):
             return self._refused(429, refusal.message, error=refusal, retry_after=_RETRY_CALLS)
         if refusal is not None:
-            return self._refused(400, refusal.message, error=refusal)
+            return self._refused(400, refusal.message, refusal.request_id, error=refusal)
         self.sessions.touch(session)
-        # Elements that were no message get their error; dispatch traces the rest.
-        replies: list[wire.Frame] = [wire.error(i, exc) for i, exc in decoded.errors]
-        for reply in replies:
-            if ctx.trace is not None:
-                ctx.trace(HEADERLESS, reply, None)
-        for kind, frame in decoded.messages:
-            if kind in (Kind.RESULT, Kind.ERROR):
-                session.questions.answered(frame)  # answers to questions mcpx put to it
-            elif kind is Kind.NOTIFICATION:
-                await self._notified(session, frame)
-        requests = [f for kind, f in decoded.messages if kind is Kind.REQUEST]
-        init = next((f for f in requests if f.get("method") == "initialize"), None)
-        if init is not None:
-            error = InvalidRequest("initialize must not be part of a batch")
-            return traced(ctx, HEADERLESS, json_reply(wire.error(init["id"], error), 400))
-        answers: dict[int, wire.Frame] = {}
-
-        async def one(i: int, frame: wire.Frame) -> None:
-            # Registered while it waits in line too: a cancel finds it there.
-            with session.running.serving(frame["id"]) as scope:
-                await session.slots.take()
-                try:
-                    reply = await dispatch(frame, session.conn, ctx, settings=ctx.settings)
-                finally:
-                    session.slots.give()
-            if reply is not None and not scope.cancelled_caught:
-                answers[i] = reply
-
-        session.batched += len(requests)
         self.sessions.hold(session)
         try:
-            async with anyio.create_task_group() as tg:
-                for i, frame in enumerate(requests):
-                    tg.start_soon(one, i, frame)
+            replies = await session.host.batch(decoded, ctx)
         finally:
-            session.batched -= len(requests)
             self.sessions.free(session)
-        replies += [answers[i] for i in sorted(answers)]
         if not replies:
             return Response(status_code=202)  # notifications and responses only
         return json_reply(replies)
 
-    async def _modern(
-        self, request: Request, kind: Kind, frame: wire.Frame, header_version: str | None
-    ) -> Response | LazyAnswer:
+    def _stateless(self, request: Request, kind: Kind, frame: wire.Frame) -> Response | LazyAnswer:
         if kind is not Kind.REQUEST:
             return Response(status_code=202)
-        params = frame.get("params")
-        name = params.get("name") if isinstance(params, Mapping) else None
-        schema = await tool_schema(self._ctx(), name) if frame["method"] == "tools/call" else None
-        try:
-            # _meta first: a request without it is -32602 whatever its headers say.
-            check_meta(frame.get("params"))
-            # A pass-through tool's x-mcp-header marks ask for Mcp-Param-* headers.
-            check_headers(request.headers, frame, tool_input_schema=schema)
-        except McpError as exc:
-            error = json_reply(wire.error(frame["id"], exc), exc.http_status)
-            return traced(self._ctx(), MODERN[0], error)
         ctx = self._ctx()
 
         async def run(answer: LazyAnswer) -> wire.Frame | None:
             conn = Conn(transport="http")
             return await dispatch(
-                frame,
-                conn,
-                ctx,
-                settings=ctx.settings,
-                header_version=header_version,
-                notify=answer.emit,
+                frame, conn, ctx, settings=ctx.settings, headers=request.headers, notify=answer.emit
             )
 
         return self._lazy(request, run, modern=True)
 
     async def _legacy(
-        self, request: Request, kind: Kind, frame: wire.Frame, header_version: str | None
+        self, request: Request, kind: Kind, frame: wire.Frame
     ) -> Response | LazyAnswer | Held:
         ctx = self._ctx()
         if kind is Kind.REQUEST and frame.get("method") == "initialize":
-            return await self._initialize(frame)
+            return await self._initialize(request, frame)
         request_id = frame.get("id") if kind is Kind.REQUEST else None
         sid = request.headers.get(MCP_SESSION_ID)
         if sid is None:
@@ -286,14 +216,14 @@ class McpEndpoint:
         if session is None:
             return self._refused(404, _NOT_FOUND, request_id)
         self.sessions.touch(session)
-        if kind in (Kind.RESULT, Kind.ERROR):
-            # The answer to a question mcpx put on one of this session's streams.
-            session.questions.answered(frame)
-            return Response(status_code=202)
+        host = session.host
         if kind is not Kind.REQUEST:
-            await self._notified(session, frame)
+            # An answer to a question mcpx put on one of this session's streams, or a
+            # notification (a cancel stops its request).
+            await host.take(kind, frame, ctx)
             return Response(status_code=202)
-        if not session.slots.take_nowait():
+        # One more than proto.maxConcurrentCalls is refused now, not kept waiting.
+        if not host.slots.take_nowait():
             busy = too_many_running(ctx.settings)
             return self._refused(
                 429, busy.message, request_id, error=busy, retry_after=_RETRY_CALLS
@@ -301,47 +231,31 @@ class McpEndpoint:
         self.sessions.hold(session)
 
         def done() -> None:  # however the answer ends (Held): the slot is free again
-            session.slots.give()
+            host.slots.give()
             self.sessions.free(session)
 
         streams_ok = offers_streams(request)
-        ask_timeout = float(ctx.settings["proto.askTimeout"])
 
         async def run(answer: LazyAnswer) -> wire.Frame | None:
-            async def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
-                # The POST's response becomes an event stream carrying the question; the
-                # host answers with a POST of its own on the session.
-                def send(request: dict[str, Any]) -> None:
-                    if ctx.trace is not None:
-                        ctx.trace(session.conn.revision, request, None)
-                    answer.emit(request)
-
-                return await session.questions.ask(send, method, params, ask_timeout)
-
-            with session.running.serving(frame["id"]) as scope:
-                reply = await dispatch(
-                    frame,
-                    session.conn,
-                    ctx,
-                    settings=ctx.settings,
-                    header_version=header_version,
-                    notify=answer.emit,
-                    ask=ask if streams_ok else None,
-                )
-            # Withdrawn by the host: no answer (its POST gets an empty 202).
-            return None if scope.cancelled_caught else reply
+            # A question goes on the POST's response, which becomes an event stream; the
+            # host answers with a POST of its own on the session.
+            ask = host.asker(ctx, answer.emit) if streams_ok else None
+            # Withdrawn by the host: None (its POST gets an empty 202).
+            return await host.serve(
+                frame, ctx, notify=answer.emit, ask=ask, headers=request.headers, slotted=False
+            )
 
         return Held(self._lazy(request, run, modern=False), done)
 
-    async def _initialize(self, frame: wire.Frame) -> Response:
+    async def _initialize(self, request: Request, frame: wire.Frame) -> Response:
         """``initialize`` mints a session, if there is room for one (``_sessions``)."""
         ctx = self._ctx()
         minted = secrets.token_urlsafe(24)
         conn = Conn(transport="http", session_id=minted, identity=f"http:{minted}")
-        opened = Session(minted, conn, Slots(int(ctx.settings["proto.maxConcurrentCalls"])))
+        opened = Session(minted, HostSession.open(conn, ctx.settings))
         # A session can always be pushed to: frames wait for its GET stream.
         conn.push = opened.deliver
-        reply = await dispatch(frame, conn, ctx, settings=ctx.settings)
+        reply = await opened.host.serve(frame, ctx, headers=request.headers, slotted=False)
         if reply is None or "error" in reply:
             return answer_of(reply, modern=False)  # a failed handshake opens nothing
         if not self.sessions.room(int(ctx.settings["proto.maxSessions"])):
@@ -355,14 +269,6 @@ class McpEndpoint:
         if self._audience is not None:
             self._audience.join(conn)
         return json_reply(reply, headers={MCP_SESSION_ID: minted})
-
-    async def _notified(self, session: Session, frame: wire.Frame) -> None:
-        """A legacy session's notification: a cancel stops its request; the rest
-        (``initialized``) is recorded on the connection."""
-        if frame.get("method") == "notifications/cancelled":
-            session.running.cancel(frame.get("params"))
-        ctx = self._ctx()
-        await dispatch(frame, session.conn, ctx, settings=ctx.settings)
 
     def _lazy(
         self,

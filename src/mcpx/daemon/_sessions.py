@@ -35,10 +35,7 @@ from typing import Any, Final
 import anyio
 
 from mcpx import wire
-from mcpx.server import Conn, Questions
-
-from ._running import Running
-from ._slots import Slots
+from mcpx.server import Conn, HostSession
 
 __all__ = ["Session", "Sessions"]
 
@@ -49,8 +46,8 @@ _OUTBOX: Final = 256
 
 @dataclass(eq=False, slots=True)
 class Session:
-    """One legacy session: its connection state, when it was last used, whether it
-    ended, what waits for its GET stream, and what it has in flight.
+    """One legacy session: the host's session (``server.HostSession``), when it was last
+    used, whether it ended, and what waits for its GET stream.
 
     What only a GET stream needs (the queue of pushed frames, the event that wakes the
     stream) is made when first needed: most sessions never open one, and a table of
@@ -58,19 +55,17 @@ class Session:
     """
 
     sid: str
-    conn: Conn
-    slots: Slots
+    host: HostSession
     used: float = field(default_factory=time.monotonic)
     busy: int = 0  # requests in flight and GET streams open
     streams: int = 0  # GET streams open
-    batched: int = 0  # requests of batches waiting or running
     ended: bool = False
-    # Questions put to the client on its POSTs' streams, waiting for its answers.
-    questions: Questions = field(default_factory=Questions)
-    # Its requests being answered: a notifications/cancelled POST stops one.
-    running: Running = field(default_factory=Running)
     _outbox: deque[wire.Frame] | None = None
     _wake: anyio.Event | None = None
+
+    @property
+    def conn(self) -> Conn:
+        return self.host.conn
 
     def deliver(self, frame: dict[str, Any]) -> None:
         """The session's push: queued for its GET stream (sync, never blocks)."""

@@ -1,16 +1,18 @@
 """One stdio host's session: its JSON-RPC lines served exactly as a stdio MCP server would.
 
 Job: read the host's lines (its own pipes after a hand-off, or the connection itself when
-``mcpx serve`` relays; ``_stdio_accept`` tells which), serve each through
-``server.dispatch`` and write the answers back as lines. Every bit of MCP logic stays
-here, in the daemon; ``mcpx serve`` carries none.
+``mcpx serve`` carries them; ``_stdio_accept`` tells which), give each frame to the host's
+``server.HostSession``, and write the answers back as lines. What a frame means is the
+server side's business; reading, pacing and writing lines are this module's. ``mcpx
+serve`` carries no MCP logic at all.
 
 Invariants:
 
-- One channel is one stdio host: its own ``Conn(transport="stdio")``, which can push.
+- One channel is one stdio host: its own ``HostSession`` on a ``Conn(transport="stdio")``,
+  which can push.
 - Requests run concurrently, each in a task owned by the connection (one kept from an
   earlier request when one is waiting), so a slow call does not hold up the next line;
-  at most ``proto.maxConcurrentCalls`` at once (``_slots``). One more waits in line, and
+  at most ``proto.maxConcurrentCalls`` at once (the session's slots). One more waits in line, and
   reading stops until it has its slot: backpressure, the host's pipe fills and it waits
   to write, as a pipe means (a host that pipelines a burst of requests is served, not
   refused). Except while a question is put to the host: its answer comes as a line, so
@@ -48,14 +50,11 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpx import wire
 from mcpx.ops import OpContext
-from mcpx.server import Conn, Questions, dispatch, release_all, subscribe
+from mcpx.server import Conn, HostSession, release_all, subscribe, too_many_running
 from mcpx.transport import PipeSendStream
 from mcpx.wire import Kind, McpError, Throttled
 
-from ._bounds import batch_refusal, requests_in, too_many_running
 from ._hand_back import restore_conn
-from ._running import Running
-from ._slots import Slots
 from ._workers import Workers
 
 __all__ = ["MAX_LINE", "Prefixed", "StdioChannel"]
@@ -65,7 +64,6 @@ log = logging.getLogger("mcpx.daemon.stdio")
 # One JSON-RPC message per line; a line this long is a broken or hostile peer, and a
 # line cannot be skipped without reading it, so the connection is closed instead.
 MAX_LINE: Final = 64 * 1024 * 1024
-_BATCH_REVISION: Final = "2025-03-26"  # the only revision with JSON-RPC batches
 _CHUNK: Final = 64 * 1024
 
 
@@ -99,19 +97,15 @@ class StdioChannel:
         self._reader: BufferedByteReceiveStream | None = None
         # Resumed from a daemon that restarted: the URIs its host had subscribed to.
         self._resubscribe: list[str] = []
-        # Requests being answered, by id: notifications/cancelled cancels one.
-        self._running = Running()
         # The listen streams open (subscriptions/listen): they end at the host's EOF.
         self._listens: set[anyio.CancelScope] = set()
-        # Requests running at once (proto.maxConcurrentCalls); batched ones in progress;
-        # questions put to the host now; reading paused for a slot (cancelled by a question).
-        self._slots = Slots(int(ctx.settings["proto.maxConcurrentCalls"]))
-        self._batched = 0
-        self._asking = 0
+        # Reading paused while requests wait for a slot (cancelled by a question).
         self._pause: anyio.CancelScope | None = None
-        # Questions put to the host, waiting for its answers.
-        self._questions = Questions()
-        self.conn = Conn(transport="stdio", push=self._push, identity=self.identity)
+        conn = Conn(transport="stdio", push=self._push, identity=self.identity)
+        self.session = HostSession.open(conn, ctx.settings)
+        self.conn = conn
+        # A question's answer comes as a line: while one is asked, reading goes on.
+        self._ask = self.session.asker(ctx, self._emit, on_ask=self._read_on)
 
     async def run(self) -> None:
         log.info("stdio host connected (%s): %s", self.mode, self.identity)
@@ -131,22 +125,9 @@ class StdioChannel:
             release_all(self.ctx, self.conn)  # its resource subscriptions end with it
         log.info("stdio host gone: %s", self.identity)
 
-    async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Put an upstream's question to the host on its pipe; its answer."""
-
-        def send(request: dict[str, Any]) -> None:
-            if self.ctx.trace is not None:
-                self.ctx.trace(self.conn.revision, request, None)
-            self._emit(request)
-
-        timeout = float(self.ctx.settings["proto.askTimeout"])
-        self._asking += 1
+    def _read_on(self) -> None:
         if self._pause is not None:
-            self._pause.cancel()  # the answer comes as a line: read on
-        try:
-            return await self._questions.ask(send, method, params, timeout)
-        finally:
-            self._asking -= 1
+            self._pause.cancel()
 
     def configure(self, options: dict[str, Any]) -> None:
         """This host's own settings, sent by ``mcpx serve`` (its ``--passthrough``), and
@@ -233,7 +214,7 @@ class StdioChannel:
                             # A line read is served, whatever stops the reading now.
                             with anyio.CancelScope(shield=True):
                                 await self._frame(line, workers)
-                            if self._slots.waiting and not self._asking:
+                            if self.session.slots.waiting and not self.session.asking:
                                 await self._paced()
             finally:
                 workers.close()  # the tasks waiting for work end; the busy ones go on
@@ -248,102 +229,61 @@ class StdioChannel:
 
     async def _frame(self, line: bytes, requests: Workers) -> None:
         try:
-            decoded = wire.decode(line, batch_ok=self.conn.revision == _BATCH_REVISION)
+            decoded = wire.decode(line, batch_ok=self.session.batches)
         except McpError as exc:
             self._emit(wire.error(exc.request_id, exc))
             return
         if decoded.batch:
-            refusal = batch_refusal(decoded, self.ctx.settings, self._batched)
+            refusal = self.session.batch_refusal(decoded, self.ctx.settings)
             if refusal is not None:
-                self._emit(wire.error(None, refusal))
+                self._emit(wire.error(refusal.request_id, refusal))
                 return
             requests.start_soon(self._batch, decoded)
             return
         kind, frame = decoded.messages[0]
-        if kind is Kind.NOTIFICATION and frame.get("method") == "notifications/cancelled":
-            self._running.cancel(frame.get("params"))
-        if kind is Kind.REQUEST and frame.get("method") != "initialize":
+        if kind is not Kind.REQUEST:
+            await self.session.take(kind, frame, self.ctx)
+        elif frame.get("method") == "initialize":
+            await self._request(frame)  # in line: settled before the next line is read
+        else:
             settings = self.ctx.settings
-            if self._slots.waiting >= int(settings["proto.maxConcurrentCalls"]):
+            if self.session.slots.waiting >= int(settings["proto.maxConcurrentCalls"]):
                 # (Only while reading goes on for a question's answer.)
                 self._emit(wire.error(frame["id"], too_many_running(settings, waiting=True)))
                 return
             # Registered before the task runs, so a cancel on the next line finds it.
-            scope = self._running.register(frame["id"])
+            scope = self.session.in_flight.register(frame["id"])
             if frame.get("method") == "subscriptions/listen":
                 self._listens.add(scope)
             requests.start_soon(self._request, frame, scope)
-        elif kind in (Kind.REQUEST, Kind.NOTIFICATION):
-            await self._request(frame)
-        else:  # a result or an error: the host's answer to a question mcpx put to it
-            self._questions.answered(frame)
-
-    async def _answer(self, frame: wire.Frame) -> wire.Frame | None:
-        try:
-            return await dispatch(
-                frame,
-                self.conn,
-                self.ctx,
-                settings=self.ctx.settings,
-                notify=self._push,
-                ask=self._ask,
-            )
-        except Exception as exc:  # dispatch answers failures itself; this is a last guard
-            log.exception("stdio request failed: %s", frame.get("method"))
-            if "id" not in frame:
-                return None
-            return wire.error(frame["id"], wire.InternalError(f"internal error: {exc}"))
 
     async def _request(self, frame: wire.Frame, scope: anyio.CancelScope | None = None) -> None:
         # Given a scope: a request that runs in a slot (initialize runs in line, without).
-        reply: wire.Frame | None = None
-        slotted = scope is not None
         try:
-            with self._running.serving(frame.get("id"), scope) as scope:
-                if slotted and not self._slots.take_nowait():
-                    await self._slots.take()  # in line; a cancel here withdraws it
-                try:
-                    reply = await self._answer(frame)
-                finally:
-                    if slotted:
-                        self._slots.give()
+            reply = await self.session.serve(
+                frame,
+                self.ctx,
+                notify=self._push,
+                ask=self._ask,
+                scope=scope,
+                slotted=scope is not None,
+            )
         finally:
-            self._listens.discard(scope)
-        if reply is not None and not scope.cancelled_caught:
+            if scope is not None:
+                self._listens.discard(scope)
+        if reply is not None:
             self._emit(reply)
 
     async def _paced(self) -> None:
         """Read no further while this host's requests wait in line for a slot, or until a
-        question is put to it (``_ask`` cancels the pause)."""
+        question is put to it (``_read_on`` cancels the pause)."""
         with anyio.CancelScope() as self._pause:
-            await self._slots.drained()
+            await self.session.slots.drained()
         self._pause = None
 
     async def _batch(self, decoded: wire.Decoded) -> None:
-        # A batch is answered as one array, once all of its requests have answered;
-        # its requests wait in line for the host's slots.
-        replies: list[wire.Frame] = [wire.error(i, e) for i, e in decoded.errors]
-
-        async def one(kind: Kind, frame: wire.Frame) -> None:
-            if kind is Kind.REQUEST:
-                await self._slots.take()
-            try:
-                reply = await self._answer(frame)
-            finally:
-                if kind is Kind.REQUEST:
-                    self._slots.give()
-            if reply is not None:
-                replies.append(reply)
-
-        size = requests_in(decoded)
-        self._batched += size
-        try:
-            async with anyio.create_task_group() as tg:
-                for kind, frame in decoded.messages:
-                    if kind in (Kind.REQUEST, Kind.NOTIFICATION):
-                        tg.start_soon(one, kind, frame)
-        finally:
-            self._batched -= size
+        # Answered as one array, once all of its requests have answered.
+        replies = await self.session.batch(decoded, self.ctx, notify=self._push, ask=self._ask)
         if replies:
             self._emit(replies)
 

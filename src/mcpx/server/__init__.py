@@ -1,27 +1,32 @@
-"""The sans-IO core of mcpx's server side: judging, validating and scoping requests.
+"""mcpx's server side: what a host's frames mean, whatever transport carries them.
 
-Nothing here does I/O or imports an async or HTTP library; transports call in with
-frames, header mappings and connection state, and turn the errors raised into replies
-(``McpError.http_status`` gives the 2026-07-28 HTTP status).
+Transports (the daemon's ``/mcp`` and its stdio channel) read and write bytes, and call
+in with frames, the HTTP headers and the connection's state; nothing here touches a
+socket or knows HTTP beyond its header names. Errors raised become error frames here
+(``McpError.http_status`` gives their 2026-07-28 HTTP status).
 
-Order for one incoming request: ``host_allowed`` and ``origin_allowed`` (HTTP, before
-parsing), ``judge`` the revision, ``check_removed``; for 2026-07-28 also ``check_meta``
-and, on HTTP, ``check_headers``; then ``Conn.for_request`` and ``identity_for`` give the
-state and scope it is served under.
-
-``dispatch`` puts these together for one frame and answers it with the gateway surface
-(``_surface``): it does no I/O itself, only awaits the operations' handlers it is given.
+- ``HostSession``: one host's session (a stdio host, a legacy ``/mcp`` session): frames
+  routed by kind, requests in flight and their cancellation, questions put to the host,
+  slots and batches.
+- ``dispatch``: one frame answered, the one place that judges a frame's revision
+  (``judge``, ``stateless``), checks a 2026-07-28 request's ``_meta`` and mirrored
+  headers, and scopes it (``Conn.for_request``, ``identity_for``); then the gateway
+  surface (``_surface``) or pass-through answers it, through the operations.
+- ``origin_allowed`` and ``host_allowed``: HTTP's checks before anything is parsed.
 """
 
-from ._asking import Questions
 from ._audience import Audience
 from ._conn import META_CAPABILITIES, META_VERSION, Conn, Push, Subscriptions, Transport
 from ._dispatch import INSTRUCTIONS, dispatch
+from ._host_questions import HostQuestions
+from ._host_session import Ask, HostSession, Notify
 from ._identity import SESSION_META, identity_for
-from ._modern import NAME_SOURCES, check_headers, check_meta
+from ._in_flight import InFlight
 from ._origin import host_allowed, origin_allowed
-from ._passthrough import tool_schema
-from ._revision import check_removed, judge, negotiate_initialize
+from ._revision import check_removed, judge, negotiate_initialize, stateless
+from ._session_bounds import too_many_running
+from ._slots import Slots
+from ._stateless_checks import NAME_SOURCES, check_headers, check_meta
 from ._subscriptions import release_all, subscribe
 
 __all__ = [
@@ -30,10 +35,15 @@ __all__ = [
     "META_VERSION",
     "NAME_SOURCES",
     "SESSION_META",
+    "Ask",
     "Audience",
     "Conn",
+    "HostQuestions",
+    "HostSession",
+    "InFlight",
+    "Notify",
     "Push",
-    "Questions",
+    "Slots",
     "Subscriptions",
     "Transport",
     "check_headers",
@@ -46,6 +56,7 @@ __all__ = [
     "negotiate_initialize",
     "origin_allowed",
     "release_all",
+    "stateless",
     "subscribe",
-    "tool_schema",
+    "too_many_running",
 ]

@@ -16,6 +16,7 @@ Invariants:
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -26,19 +27,26 @@ import anyio
 from mcpx import wire
 from mcpx.config import LOG_LEVELS
 from mcpx.shapes import downgrade, downgrade_notification, envelope, server_capabilities
-from mcpx.spec import MODERN
-from mcpx.wire import InternalError, InvalidParams, InvalidRequest, McpError, MethodNotFound
+from mcpx.spec import MODERN, NEWEST
+from mcpx.wire import (
+    MCP_PROTOCOL_VERSION,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    McpError,
+    MethodNotFound,
+)
 
 from . import _passthrough as passthrough
 from . import _rounds as rounds
 from . import _subscriptions as subscriptions
 from . import _surface as surface
-from ._asking import host_asker
 from ._conn import Conn
+from ._host_questions import host_asker
 from ._identity import identity_for
 from ._listen import listen
-from ._modern import check_meta
-from ._revision import check_removed, judge, negotiate_initialize
+from ._revision import check_removed, judge, negotiate_initialize, stateless
+from ._stateless_checks import check_headers, check_meta
 
 if TYPE_CHECKING:
     # Annotations only: the context brings in the pool, the client and anyio.
@@ -46,6 +54,8 @@ if TYPE_CHECKING:
     from mcpx.ops import OpContext
 
 __all__ = ["INSTRUCTIONS", "dispatch"]
+
+log = logging.getLogger("mcpx.server")
 
 JSON = dict[str, Any]
 
@@ -80,13 +90,15 @@ async def dispatch(
     ctx: OpContext,
     *,
     settings: Settings,
-    header_version: str | None = None,
+    headers: Mapping[str, str] | None = None,
     notify: Callable[[JSON], None] | None = None,
     ask: Callable[[str, JSON], Awaitable[JSON]] | None = None,
 ) -> JSON | None:
     """The response to ``frame`` (None for a notification).
 
-    ``header_version`` is the ``MCP-Protocol-Version`` header on HTTP (None on stdio).
+    ``headers`` are the HTTP request's (a case-insensitive mapping; None on stdio): its
+    ``MCP-Protocol-Version`` judges the revision of a legacy message, and a 2026-07-28
+    request's mirrored headers must agree with its body.
     ``notify`` sends a notification frame to the client at once, ahead of the response
     (on the request's own stream, or the stdio pipe); None: nothing can be.
     ``ask`` sends the client a request (method, params) and returns its result, for
@@ -102,14 +114,17 @@ async def dispatch(
     request_id = frame["id"]
     judged: list[str] = []
     try:
-        result = await _answer(frame, conn, ctx, settings, header_version, judged, notify, ask)
+        result = await _answer(frame, conn, ctx, settings, headers, judged, notify, ask)
         reply = wire.result(request_id, result)
     except McpError as exc:
-        reply = wire.error(request_id, _for_revision(exc, judged[0] if judged else None))
+        reply = wire.error(request_id, _for_revision(exc, judged[-1] if judged else None))
+    except Exception as exc:  # a defect: still an answer, and the session goes on
+        log.exception("request failed: %s", frame.get("method"))
+        reply = wire.error(request_id, InternalError(f"internal error: {exc}"))
     if ctx.trace is not None:
         method = frame.get("method")
         answering = method if isinstance(method, str) else None
-        ctx.trace(judged[0] if judged else conn.revision, reply, answering)
+        ctx.trace(judged[-1] if judged else conn.revision, reply, answering)
     return reply
 
 
@@ -135,7 +150,7 @@ async def _answer(
     conn: Conn,
     ctx: OpContext,
     settings: Settings,
-    header_version: str | None,
+    headers: Mapping[str, str] | None,
     judged: list[str],
     notify: Callable[[JSON], None] | None,
     ask: Callable[[str, JSON], Awaitable[JSON]] | None,
@@ -145,6 +160,18 @@ async def _answer(
         raise InvalidRequest("Invalid request: method must be a string")
     if not isinstance(params, Mapping):
         raise InvalidParams("Invalid params: params must be an object")
+    header_version = headers.get(MCP_PROTOCOL_VERSION) if headers is not None else None
+    if headers is not None and stateless(frame, header_version):
+        judged.append(NEWEST)  # a refusal here is spelled for the era it was sent in
+        # _meta first: a request without it is -32602 whatever its headers say.
+        check_meta(params)
+        # A pass-through tool's x-mcp-header marks ask for Mcp-Param-* headers.
+        schema = (
+            await passthrough.tool_schema(ctx, params.get("name"))
+            if method == "tools/call"
+            else None
+        )
+        check_headers(headers, frame, tool_input_schema=schema)
     policy = settings.policy()
     rev = judge(frame, conn, transport=conn.transport, header_version=header_version, policy=policy)
     judged.append(rev)

@@ -22,7 +22,7 @@ from mcpx.wire import HeaderMismatch, MethodNotFound, UnsupportedProtocolVersion
 
 from ._conn import META_VERSION, Conn, Transport
 
-__all__ = ["check_removed", "judge", "negotiate_initialize"]
+__all__ = ["check_removed", "judge", "negotiate_initialize", "stateless"]
 
 
 def negotiate_initialize(requested: str | None, policy: Policy) -> str:
@@ -36,6 +36,17 @@ def negotiate_initialize(requested: str | None, policy: Policy) -> str:
     if requested in served:
         return requested
     return max(served, key=index)
+
+
+def stateless(frame: Mapping[str, Any], header_version: str | None) -> bool:
+    """Whether a Streamable HTTP message is a 2026-07-28 one, served without a session:
+    modern ``_meta`` in its body, or a 2026-07-28 ``MCP-Protocol-Version`` header (then a
+    body without ``_meta`` is -32602, S-LIFE-18, not a legacy message)."""
+    if header_version in MODERN:
+        return True
+    params = frame.get("params")
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    return isinstance(meta, Mapping) and META_VERSION in meta
 
 
 def judge(

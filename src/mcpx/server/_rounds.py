@@ -37,8 +37,8 @@ from mcpx.questions import StateError
 from mcpx.wire import InternalError, InvalidParams, InvalidRequest
 
 from . import _passthrough as passthrough
-from ._asking import host_asker
 from ._conn import Conn
+from ._host_questions import host_asker
 
 if TYPE_CHECKING:
     from mcpx.ops import OpContext

@@ -6,6 +6,7 @@ Sans-IO: nothing here does I/O or imports an async library.
 from ._matrix import MATRIX, TASKS_EXTENSION, Row, defined, protocol_json, removed, rows
 from ._policy import Policy, PolicyError
 from ._revisions import (
+    BATCHED,
     HEADERLESS,
     LEGACY,
     MODERN,
@@ -24,6 +25,7 @@ from ._revisions import (
 )
 
 __all__ = [
+    "BATCHED",
     "HEADERLESS",
     "LEGACY",
     "MATRIX",

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Final
 
 __all__ = [
+    "BATCHED",
     "HEADERLESS",
     "LEGACY",
     "MODERN",
@@ -39,6 +40,8 @@ OLDEST: Final = "2024-11-05"
 # Streamable HTTP, and the later transport pages say to assume 2025-03-26.
 HEADERLESS: Final = "2025-03-26"
 NEWEST: Final = REVISIONS[-1]
+# The revisions whose JSON-RPC has batches: 2025-03-26 added them, 2025-06-18 removed them.
+BATCHED: Final = ("2025-03-26",)
 
 _INDEX: Final = {rev: i for i, rev in enumerate(REVISIONS)}
 

@@ -1,4 +1,4 @@
-"""Asking a host an upstream's question, in the host's own revision.
+"""Asking a host an upstream's question, in the host's own revision, and waiting for its answer.
 
 Invariants:
 
@@ -25,7 +25,7 @@ from mcpx.wire import InternalError, McpError
 
 from ._conn import Conn
 
-__all__ = ["Questions", "host_asker"]
+__all__ = ["HostQuestions", "host_asker"]
 
 JSON = dict[str, Any]
 _SCHEMA_KEYS: Final = frozenset({"$schema", "type", "properties", "required"})
@@ -86,7 +86,7 @@ class _Waiting:
 
 
 @dataclass
-class Questions:
+class HostQuestions:
     """The questions one connection put to its client, waiting for its answers.
 
     Ids are negative: a client's own requests never use them, so an answer is never

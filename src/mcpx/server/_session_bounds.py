@@ -1,4 +1,4 @@
-"""The refusals for what one client may send at once, worded once for ``/mcp`` and stdio.
+"""The refusals for what one host may send at once, worded once for every session.
 
 Invariants:
 
@@ -7,6 +7,8 @@ Invariants:
 - A client has at most ``proto.maxBatch`` batched requests waiting or running; a batch
   that would pass that is refused whole too (``Throttled``, -429), so how many requests
   wait in line for a client's slots is bounded.
+- A batch holding ``initialize`` is refused whole (-32600, with that request's id): the
+  handshake is never part of a batch.
 - Every refusal names the setting that bounds it, and what to do.
 """
 
@@ -43,6 +45,11 @@ def batch_refusal(
             f"{batched} batched requests are waiting or running (proto.maxBatch is {most}); "
             "retry once they are answered"
         )
+    for kind, frame in decoded.messages:
+        if kind is Kind.REQUEST and frame.get("method") == "initialize":
+            return InvalidRequest(
+                "initialize must not be part of a batch", request_id=frame.get("id")
+            )
     return None
 
 

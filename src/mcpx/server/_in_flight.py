@@ -1,6 +1,6 @@
-"""A host connection's requests in flight, by id, so that its ``notifications/cancelled``
+"""A host session's requests in flight, by id, so that its ``notifications/cancelled``
 can stop one: the handler is cancelled (which cancels the upstream call in turn) and no
-answer is sent. Shared by the stdio channel and legacy ``/mcp`` sessions."""
+answer is sent."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import anyio
 
 from mcpx import wire
 
-log = logging.getLogger("mcpx.daemon")
+__all__ = ["InFlight"]
+
+log = logging.getLogger("mcpx.server")
 
 
-class Running:
+class InFlight:
     def __init__(self) -> None:
         self._scopes: dict[wire.RequestId, anyio.CancelScope] = {}
 

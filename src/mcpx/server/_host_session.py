@@ -1,0 +1,178 @@
+"""One host's session, whatever carries its frames: a stdio host's lines, or the POSTs of
+a legacy ``/mcp`` session. The transports read and write bytes; what a frame means to the
+session is decided here, once.
+
+Invariants:
+
+- Frames are routed by kind here only. A result or an error answers a question mcpx put
+  to the host (``questions``). ``notifications/cancelled`` withdraws the request it names
+  (``in_flight``), and every notification is then recorded by ``dispatch``. A request is
+  answered by ``dispatch`` under the session's ``Conn``, inside a scope registered by its
+  id, in one of the session's slots (``proto.maxConcurrentCalls``).
+- A request the host withdrew is answered nothing.
+- Batches exist only in the revisions that have them (``spec.BATCHED``). A batch is
+  refused whole, before any element of it is acted on (``batch_refusal``); otherwise its
+  answers and notifications are taken in order, then its requests run at once, each in
+  line for a slot and each cancellable, and their answers come back as one list in the
+  order sent.
+- A question is put to the host through the transport's ``send`` (its pipe, the POST's
+  stream) and traced like every frame mcpx sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from mcpx import wire
+from mcpx.spec import BATCHED
+from mcpx.wire import Kind, McpError
+
+from ._conn import Conn
+from ._dispatch import dispatch
+from ._host_questions import HostQuestions
+from ._in_flight import InFlight
+from ._session_bounds import batch_refusal
+from ._slots import Slots
+
+if TYPE_CHECKING:
+    from mcpx.config import Settings
+    from mcpx.ops import OpContext
+
+__all__ = ["Ask", "HostSession", "Notify"]
+
+JSON = dict[str, Any]
+# Puts a question (method, params) to the host; its result.
+Ask = Callable[[str, JSON], Awaitable[JSON]]
+# Sends the host a frame now, ahead of the answer it belongs to.
+Notify = Callable[[JSON], None]
+
+
+@dataclass(eq=False, slots=True)
+class HostSession:
+    """What one host's session holds beyond its ``Conn``: its requests in flight, the
+    questions put to it, its slots, and its batched requests waiting or running."""
+
+    conn: Conn
+    slots: Slots
+    questions: HostQuestions = field(default_factory=HostQuestions)
+    in_flight: InFlight = field(default_factory=InFlight)
+    batched: int = 0
+    asking: int = 0  # questions put to the host and not answered yet
+
+    @classmethod
+    def open(cls, conn: Conn, settings: Settings) -> HostSession:
+        return cls(conn, Slots(int(settings["proto.maxConcurrentCalls"])))
+
+    @property
+    def batches(self) -> bool:
+        """Whether a JSON-RPC batch is a message here (the session's revision has them)."""
+        return self.conn.revision in BATCHED
+
+    def asker(
+        self, ctx: OpContext, send: Notify, *, on_ask: Callable[[], None] | None = None
+    ) -> Ask:
+        """How a request of this session puts an upstream's question to the host: ``send``
+        writes the question where the host reads; ``on_ask`` hears of each question."""
+        timeout = float(ctx.settings["proto.askTimeout"])
+
+        def traced(frame: JSON) -> None:
+            if ctx.trace is not None:
+                ctx.trace(self.conn.revision, frame, None)
+            send(frame)
+
+        async def ask(method: str, params: JSON) -> JSON:
+            self.asking += 1
+            if on_ask is not None:
+                on_ask()
+            try:
+                return await self.questions.ask(traced, method, params, timeout)
+            finally:
+                self.asking -= 1
+
+        return ask
+
+    async def take(self, kind: Kind, frame: wire.Frame, ctx: OpContext) -> None:
+        """A frame that is no request: the host's answer to a question, or a notification."""
+        if kind in (Kind.RESULT, Kind.ERROR):
+            self.questions.answered(frame)
+            return
+        if frame.get("method") == "notifications/cancelled":
+            self.in_flight.cancel(frame.get("params"))
+        await dispatch(frame, self.conn, ctx, settings=ctx.settings)
+
+    async def serve(
+        self,
+        frame: wire.Frame,
+        ctx: OpContext,
+        *,
+        notify: Notify | None = None,
+        ask: Ask | None = None,
+        headers: Mapping[str, str] | None = None,
+        scope: anyio.CancelScope | None = None,
+        slotted: bool = True,
+    ) -> wire.Frame | None:
+        """The answer to the request ``frame``; None when the host withdrew it.
+
+        ``scope``: one ``in_flight.register`` gave already, so that a cancel read before
+        this runs finds it. ``slotted``: wait in line for a slot; False when the caller
+        holds one already, or the request needs none (``initialize``).
+        """
+        with self.in_flight.serving(frame.get("id"), scope) as scope:
+            if slotted and not self.slots.take_nowait():
+                await self.slots.take()  # in line; a cancel here withdraws it
+            try:
+                reply = await dispatch(
+                    frame,
+                    self.conn,
+                    ctx,
+                    settings=ctx.settings,
+                    headers=headers,
+                    notify=notify,
+                    ask=ask,
+                )
+            finally:
+                if slotted:
+                    self.slots.give()
+        return None if scope.cancelled_caught else reply
+
+    def batch_refusal(self, decoded: wire.Decoded, settings: Settings) -> McpError | None:
+        """Why ``decoded`` is refused whole, or None (``_session_bounds``)."""
+        return batch_refusal(decoded, settings, self.batched)
+
+    async def batch(
+        self,
+        decoded: wire.Decoded,
+        ctx: OpContext,
+        *,
+        notify: Notify | None = None,
+        ask: Ask | None = None,
+    ) -> list[wire.Frame]:
+        """A batch's answers, in order: first the errors of elements that were no message,
+        then its requests' answers. Call ``batch_refusal`` first."""
+        replies: list[wire.Frame] = [wire.error(i, exc) for i, exc in decoded.errors]
+        if ctx.trace is not None:
+            for reply in replies:
+                ctx.trace(self.conn.revision, reply, None)
+        for kind, frame in decoded.messages:
+            if kind is not Kind.REQUEST:
+                await self.take(kind, frame, ctx)
+        requests = [frame for kind, frame in decoded.messages if kind is Kind.REQUEST]
+        answers: dict[int, wire.Frame] = {}
+
+        async def one(i: int, frame: wire.Frame) -> None:
+            reply = await self.serve(frame, ctx, notify=notify, ask=ask)
+            if reply is not None:
+                answers[i] = reply
+
+        self.batched += len(requests)
+        try:
+            async with anyio.create_task_group() as tg:
+                for i, frame in enumerate(requests):
+                    tg.start_soon(one, i, frame)
+        finally:
+            self.batched -= len(requests)
+        return replies + [answers[i] for i in sorted(answers)]
