@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcpx.client import AuthError, EraCache, apply_auth, config_key
-from mcpx.client._eras import FORMAT
+from mcpx.client._era_cache import FORMAT
 from mcpx.config import ServerConfig
 from mcpx.shapes import InvalidHeaderAnnotation, param_header_values, param_headers
 

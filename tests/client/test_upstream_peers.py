@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mcpx import spec
-from mcpx.client import Asked
+from mcpx.client import QuestionOrigin
 from support.peers import (
     PEER_VERSIONS,
     everything_server_command,
@@ -52,7 +52,9 @@ class Answers:
             caps["elicitation"] = {}
         return caps
 
-    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    async def answer(
+        self, method: str, params: dict[str, Any], asked: QuestionOrigin
+    ) -> dict[str, Any]:
         self.asked.append((method, asked.revision))
         if method == "elicitation/create":
             return {"action": "accept", "content": {"answer": "forty-two"}}

@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 
-from mcpx.client import Asked, Session, open_session
+from mcpx.client import QuestionOrigin, Session, open_session
 from mcpx.config import ServerConfig, resolve
 
 log = logging.getLogger("conformance-driver")
@@ -31,7 +31,9 @@ class Host:
     def capabilities(self, revision: str) -> dict[str, Any]:
         return {"elicitation": {}, "sampling": {}, "roots": {}}
 
-    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    async def answer(
+        self, method: str, params: dict[str, Any], asked: QuestionOrigin
+    ) -> dict[str, Any]:
         if method == "elicitation/create":
             props = (params.get("requestedSchema") or {}).get("properties") or {}
             content = {k: v["default"] for k, v in props.items() if "default" in v}

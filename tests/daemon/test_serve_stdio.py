@@ -94,7 +94,7 @@ def _text(result: dict[str, Any]) -> str:
 
 
 @pytest.mark.obligation("S-LIFE-1", "S-ERR-1")
-@pytest.mark.parametrize("mode", ["hand-off", "relay"])
+@pytest.mark.parametrize("mode", ["hand-off", "carried"])
 def test_raw_legacy_session(daemon: Daemon, sent_frames: FrameLog, mode: str) -> None:
     rev = "2025-06-18"
     init = {"protocolVersion": rev, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
@@ -119,7 +119,7 @@ def test_raw_legacy_session(daemon: Daemon, sent_frames: FrameLog, mode: str) ->
 
 
 @pytest.mark.obligation("S-DISC-1", "S-DISC-2")
-@pytest.mark.parametrize("mode", ["hand-off", "relay"])
+@pytest.mark.parametrize("mode", ["hand-off", "carried"])
 def test_raw_modern_requests(daemon: Daemon, sent_frames: FrameLog, mode: str) -> None:
     answers = _serve(
         daemon,
@@ -524,7 +524,7 @@ def test_shim_falls_back_to_the_relay(tmp_path: Path, case: str) -> None:
 
 
 @pytest.mark.obligation("S-CANC-2")
-@pytest.mark.parametrize("mode", ["hand-off", "relay"])
+@pytest.mark.parametrize("mode", ["hand-off", "carried"])
 def test_malformed_cancellations_are_ignored(daemon: Daemon, mode: str) -> None:
     cancelled = "notifications/cancelled"
     lines: list[dict[str, Any] | str] = [

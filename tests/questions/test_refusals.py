@@ -1,5 +1,5 @@
 """What mcpx refuses to be asked, and what it checks before answering upstream (sans-IO
-tables per revision, and ``NativeFirst`` with nobody to ask)."""
+tables per revision, and ``QuestionRouter`` with nobody to ask)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from mcpx.client import Asked
-from mcpx.questions import Broker, CallsInFlight, NativeFirst
+from mcpx.client import QuestionOrigin
+from mcpx.questions import Broker, CallsInFlight, QuestionRouter
 from mcpx.questions._answers import broker_result, exposable_roots
-from mcpx.questions._asked import check_askable
+from mcpx.questions._undeclared import check_askable
 from mcpx.spec import at_or_after
 from mcpx.wire import InvalidParams, McpError, MethodNotFound
 
@@ -23,7 +23,7 @@ SAMPLED = {"role": "assistant", "content": {"type": "text", "text": "ok"}, "mode
 
 
 def _declared(rev: str) -> dict[str, Any]:
-    return NativeFirst.__new__(NativeFirst).capabilities(rev)
+    return QuestionRouter.__new__(QuestionRouter).capabilities(rev)
 
 
 def _refusal(method: str, params: dict[str, Any], rev: str) -> type[McpError] | None:
@@ -71,13 +71,15 @@ def test_elicitation_refusals_by_revision(rev: str) -> None:
 @pytest.mark.anyio
 async def test_a_refused_question_is_never_held(tmp_path: Path) -> None:
     broker = Broker(tmp_path / "q.db")
-    native = NativeFirst(broker, CallsInFlight(), lambda: None)
+    native = QuestionRouter(broker, CallsInFlight(), lambda: None)
     with pytest.raises(InvalidParams, match=r"sampling\.tools"):
         await native.answer(
-            "sampling/createMessage", {**SAMPLE, "tools": []}, Asked("s", "2025-11-25")
+            "sampling/createMessage", {**SAMPLE, "tools": []}, QuestionOrigin("s", "2025-11-25")
         )
     with pytest.raises(MethodNotFound):
-        await native.answer("elicitation/create", {"message": "?"}, Asked("s", "2025-03-26"))
+        await native.answer(
+            "elicitation/create", {"message": "?"}, QuestionOrigin("s", "2025-03-26")
+        )
     assert broker.pending() == []
 
 

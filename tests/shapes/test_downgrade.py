@@ -10,7 +10,7 @@ import pytest
 
 from mcpx import spec
 from mcpx.shapes import PENDING_ROWS, MissingRow, downgrade, downgrade_notification, envelope
-from mcpx.shapes._cow import has
+from mcpx.shapes._copy_on_write import has
 from shapes.rich import LINK_URI, SERVER_INFO_KEY, results
 from support.schemas import frame_errors
 

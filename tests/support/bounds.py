@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 
 from .daemon import Daemon
+from .waiting import WaitTimedOut, wait_until
 
 T = TypeVar("T")
 
@@ -27,13 +28,16 @@ def gauge_entry(**extra: Any) -> dict[str, Any]:
 
 def wait_for(probe: Callable[[], T], ok: Callable[[T], bool], limit: float = 30) -> T:
     """``probe()`` again and again until ``ok`` holds of it (within ``limit`` seconds);
-    the last value seen, which the caller asserts on."""
-    deadline = time.monotonic() + limit
-    value = probe()
-    while not ok(value) and time.monotonic() < deadline:
-        time.sleep(0.05)
-        value = probe()
-    return value
+    the last value seen, which the caller asserts on (its message shows the value)."""
+    seen: list[T] = []
+
+    def holds() -> bool:
+        seen[:] = [probe()]
+        return ok(seen[0])
+
+    with suppress(WaitTimedOut):
+        wait_until(holds, timeout=limit)
+    return seen[0]
 
 
 def request(rid: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -120,15 +120,15 @@ class DaemonClient:
         deadline = time.monotonic() + float(self.loaded.settings["pool.startTimeout"])
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                _relay(said)
+                _echo_stderr(said)
                 raise click.ClickException(
                     f"the daemon exited with status {proc.returncode}; see {self.paths.log}"
                 )
             if self.healthy():
-                _relay(said)
+                _echo_stderr(said)
                 return
             time.sleep(0.05)
-        _relay(said)
+        _echo_stderr(said)
         raise click.ClickException(f"the daemon did not come up; see {self.paths.log}")
 
     def call(self, method: str, path: str, **kw: Any) -> Reply:
@@ -157,7 +157,7 @@ class DaemonClient:
 _STDERR = "daemon.stderr"
 
 
-def _relay(said: Path) -> None:
+def _echo_stderr(said: Path) -> None:
     """Show on this command's stderr what the daemon it started said on its own."""
     try:
         text = said.read_text(encoding="utf-8", errors="replace").strip()

@@ -19,10 +19,10 @@ import click
 
 from mcpx.ops import OPERATIONS, Operation, Param
 
+from ._call_stream import EX_TEMPFAIL, parked, streamed_call
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
 from ._events import follow
-from ._relay import EX_TEMPFAIL, parked, relayed_call
 from ._views import fail_reply, show_response
 
 __all__ = ["op_commands"]
@@ -100,7 +100,7 @@ def _command(op: Operation) -> click.Command:
             follow(client, path, kw.get("params") or {}, as_json=as_json, fail=fail_reply)
             return
         if op.relays:
-            response = relayed_call(client, op.method, path, kw.get("json_body"))
+            response = streamed_call(client, op.method, path, kw.get("json_body"))
         else:
             response = client.call(op.method, path, **kw)
         if response.status_code >= 400:

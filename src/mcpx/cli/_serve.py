@@ -44,7 +44,7 @@ import click
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient, alive
 
-__all__ = ["HANDOFF", "handoff", "relay", "serve_command", "serve_stdio"]
+__all__ = ["HANDOFF", "carry_lines", "handoff", "serve_command", "serve_stdio"]
 
 _CHUNK: Final = 64 * 1024
 # The daemon's HANDOFF (mcpx.daemon._stdio_accept, not imported: it brings in the whole
@@ -96,9 +96,9 @@ def handoff(path: Path, options: bytes = b"") -> tuple[bool, dict[str, Any] | No
             sock.connect(str(path))
             send_fds(sock, [HANDOFF + options], [0, 1])
             # No time limit: the daemon answers at once, and one without hand-offs
-            # answers the line as JSON (a parse error). Either way the relay needs it.
+            # answers the line as JSON (a parse error). Either way carrying the lines needs it.
             if _reply(sock) != b"OK\n":
-                return False, None  # refused, or a daemon without hand-offs: relay
+                return False, None  # refused, or a daemon without hand-offs: carry the lines
         except OSError:
             return False, None
         # The daemon serves the host now, whatever happens here. Wait for it to close the
@@ -142,8 +142,8 @@ def _socket_to_stdout(sock: socket.socket) -> None:
         return  # stdout closed (the host is gone) or the connection broke
 
 
-def relay(sock: socket.socket) -> None:
-    """Relay stdin -> ``sock`` and ``sock`` -> stdout until the daemon closes ``sock``.
+def carry_lines(sock: socket.socket) -> None:
+    """Copy stdin -> ``sock`` and ``sock`` -> stdout until the daemon closes ``sock``.
 
     The stdin side is a daemon thread: a host may keep our stdin open after the daemon
     has closed the connection, and a blocked read must not keep the shim alive.
@@ -219,4 +219,4 @@ def serve_stdio(
     with sock:
         if line:
             sock.sendall(line)  # before any of the host's bytes
-        relay(sock)
+        carry_lines(sock)

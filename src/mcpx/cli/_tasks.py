@@ -12,9 +12,9 @@ import json
 
 import click
 
+from ._call_stream import EX_TEMPFAIL
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
-from ._relay import EX_TEMPFAIL
 from ._views import fail_reply, show_response
 
 __all__ = ["task_group"]

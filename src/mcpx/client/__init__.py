@@ -8,9 +8,9 @@ all go to one ``QuestionHandler``.
 
 from ._auth import AuthError, AuthParts, apply_auth
 from ._connection import Connection, Unanswered, open_connection
-from ._eras import EraCache, Remembered, config_key
+from ._era_cache import EraCache, Remembered, config_key
 from ._errors import HandshakeFailed, UpstreamBroken, UpstreamError, UpstreamTimeout
-from ._handler import Asked, DeclineEverything, QuestionHandler
+from ._handler import DeclineEverything, QuestionHandler, QuestionOrigin
 from ._handshake import CLIENT_INFO, Handshake, Negotiated
 from ._open import Hooks, OnUpstreamNotification, open_session
 from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
@@ -18,7 +18,6 @@ from ._session import Session
 
 __all__ = [
     "CLIENT_INFO",
-    "Asked",
     "AuthError",
     "AuthParts",
     "Connection",
@@ -33,6 +32,7 @@ __all__ = [
     "OnUpstreamNotification",
     "Preference",
     "QuestionHandler",
+    "QuestionOrigin",
     "Remembered",
     "Session",
     "Unanswered",

@@ -15,11 +15,11 @@ from typing import Any, Protocol
 
 from mcpx.wire import MethodNotFound
 
-__all__ = ["Asked", "DeclineEverything", "QuestionHandler"]
+__all__ = ["DeclineEverything", "QuestionHandler", "QuestionOrigin"]
 
 
 @dataclass(frozen=True)
-class Asked:
+class QuestionOrigin:
     """Where a question came from: which server, in which era, on which call, and on
     which of the server's instances (the pool's scope key; "" for the shared one)."""
 
@@ -34,7 +34,9 @@ class QuestionHandler(Protocol):
         """The client capabilities mcpx declares upstream for ``revision``."""
         ...
 
-    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    async def answer(
+        self, method: str, params: dict[str, Any], asked: QuestionOrigin
+    ) -> dict[str, Any]:
         """The result for one question.
 
         Raises:
@@ -70,7 +72,9 @@ class DeclineEverything:
     def capabilities(self, revision: str) -> dict[str, Any]:
         return {}
 
-    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    async def answer(
+        self, method: str, params: dict[str, Any], asked: QuestionOrigin
+    ) -> dict[str, Any]:
         if method == "ping":
             return {}
         raise MethodNotFound(f"mcpx declared no capability for {method}")

@@ -32,8 +32,8 @@ from mcpx.transport import (
 
 from ._auth import AuthParts, apply_auth
 from ._connection import Unanswered, open_connection
-from ._eras import EraCache
-from ._handler import Asked, DeclineEverything, QuestionHandler
+from ._era_cache import EraCache
+from ._handler import DeclineEverything, QuestionHandler, QuestionOrigin
 from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
 from ._session import Session
 
@@ -185,7 +185,9 @@ class _Opener:
             if session.modern and spec.NEWEST not in session.policy.lenient:
                 raise Unanswered  # 2026-07-28: a server sends no requests; never answer one
             revision = session.negotiated.revision if session.negotiated else spec.OLDEST
-            return await self.handler.answer(method, params, Asked(self.server.name, revision))
+            return await self.handler.answer(
+                method, params, QuestionOrigin(self.server.name, revision)
+            )
 
         def on_notification(method: str, params: dict[str, Any]) -> None:
             if session is not None and session.route_notification(method, params):

@@ -37,7 +37,7 @@ import anyio
 from mcpx import spec, wire
 from mcpx.transport import HttpStatusError
 
-from ._eras import Remembered
+from ._era_cache import Remembered
 from ._errors import HandshakeFailed, UpstreamBroken, UpstreamError
 from ._handshake import MODERN_ERRORS, Handshake, Negotiated
 

@@ -29,7 +29,7 @@ from mcpx.shapes import InvalidHeaderAnnotation, ParamHeader, param_header_value
 from mcpx.transport import HttpStatusError, ResponseStreamBroken
 
 from ._errors import HandshakeFailed, UpstreamError
-from ._handler import Asked, narrowed
+from ._handler import QuestionOrigin, narrowed
 from ._handshake import CLIENT_INFO, Handshake
 from ._pages import paginate
 
@@ -261,7 +261,7 @@ class Requester:
         Raises:
             UpstreamError: a question mcpx cannot answer, or every one refused for now.
         """
-        asked = Asked(self.name, self.handshake.revision, asked_by)
+        asked = QuestionOrigin(self.name, self.handshake.revision, asked_by)
         questions = result.get("inputRequests") or {}
         responses = {}
         throttled: list[wire.Throttled] = []

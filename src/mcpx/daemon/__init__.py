@@ -1,5 +1,9 @@
-"""The daemon: one ASGI app (/v1 from the operations table, /openapi.json, /health)
-on a unix socket and a loopback port, owning the upstream pool.
+"""The daemon: transports and process life. One ASGI app (/v1 from the operations
+table, /openapi.json, /health, /mcp) behind the front door, on a unix socket and a
+loopback port; the stdio channel and the descriptor hand-off for ``mcpx serve`` hosts;
+workers, restart and reload; the upstream pool it owns. What a host's frame means is
+the server side's (``mcpx.server``): ``/mcp`` and the stdio channel only carry frames
+to a ``HostSession`` (or, stateless, to ``dispatch``) and its answers back.
 
 ``DaemonPaths`` and ``demo_server`` are light (the CLI uses them at every start);
 ``build_app`` and ``serve`` bring in the HTTP server and load on first use.

@@ -18,7 +18,6 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Any, Final
 
-import jsonschema
 import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -34,16 +33,15 @@ from mcpx.ops import (
     OpContext,
     Operation,
     OpError,
-    QuickCheck,
     Status,
+    check_input,
     openapi,
-    plain_check,
     run_operation,
 )
 
-from ._later import Later
 from ._limits import BodyLimits, LimitBodies
-from ._mcp_answer import LazyAnswer, json_line
+from ._post_answer import PostAnswer, json_line
+from ._timers import Timers
 
 __all__ = ["build_app"]
 
@@ -127,34 +125,13 @@ async def _gather(op: Operation, request: Request) -> dict[str, Any]:
     return args
 
 
-_VALIDATORS: dict[str, tuple[jsonschema.Draft202012Validator, QuickCheck | None]] = {}
-
-
-def _validate(op: Operation, args: dict[str, Any]) -> None:
-    cached = _VALIDATORS.get(op.name)
-    if cached is None:
-        schema = op.input_schema()
-        validator = jsonschema.Draft202012Validator(schema)
-        cached = _VALIDATORS[op.name] = (validator, plain_check(schema))
-    validator, quick = cached
-    if quick is not None and quick(args):
-        return  # valid: jsonschema is asked only when there is an error to word
-    problems = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
-    if problems:
-        first = problems[0]
-        where = ".".join(map(str, first.absolute_path)) or "(input)"
-        raise OpError(
-            400, "invalid_input", f"{op.name}: {where}: {first.message}", {"field": where}
-        )
-
-
 _NDJSON = "application/x-ndjson"
 
 
 def _relayed(
-    op: Operation, ctx: OpContext, args: dict[str, Any], request: Request, later: Later
+    op: Operation, ctx: OpContext, args: dict[str, Any], request: Request, later: Timers
 ) -> ASGIApp:
-    """The answer of a call whose caller takes a relay stream (``Accept`` names ndjson).
+    """The answer of a call whose caller takes an ndjson stream (``Accept`` names it).
 
     Plain JSON if nothing was relayed before the answer; otherwise ndjson lines, each
     ``{"notification": {method, params}}``, then the very body the JSON would have had.
@@ -162,7 +139,7 @@ def _relayed(
     status = [200]
     level = request.headers.get("x-mcpx-log-level", "info")
 
-    async def run(answer: LazyAnswer) -> dict[str, Any]:
+    async def run(answer: PostAnswer) -> dict[str, Any]:
         def notify(method: str, params: dict[str, Any]) -> None:
             answer.emit({"notification": {"method": method, "params": params}})
 
@@ -180,7 +157,7 @@ def _relayed(
             status[0] = exc.status
             return exc.body()
 
-    return LazyAnswer(
+    return PostAnswer(
         run,
         later=later,
         streams_ok=False,  # no keep-alive lines: ndjson has none to give
@@ -191,11 +168,11 @@ def _relayed(
     )
 
 
-def _route(op: Operation, ctx: Callable[[], OpContext], later: Later) -> Route:
+def _route(op: Operation, ctx: Callable[[], OpContext], later: Timers) -> Route:
     async def endpoint(request: Request) -> Response:
         try:
             args = await _gather(op, request)
-            _validate(op, args)
+            check_input(op, args)
             if op.relays and _NDJSON in request.headers.get("accept", ""):
                 return _relayed(op, ctx(), args, request, later)  # type: ignore[return-value]
             out = await run_operation(op, ctx(), args)
@@ -213,7 +190,7 @@ def build_app(
     ctx: Callable[[], OpContext],
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]] | None = None,
     *,
-    later: Later,
+    later: Timers,
     mcp: ASGIApp | None = None,
     limits: BodyLimits | None = None,
 ) -> Starlette:

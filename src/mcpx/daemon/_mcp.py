@@ -57,8 +57,6 @@ from mcpx.server import (
 from mcpx.spec import BATCHED, MODERN
 from mcpx.wire import MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Kind, McpError, Throttled
 
-from ._later import Later
-from ._mcp_answer import LazyAnswer
 from ._mcp_replies import (
     Held,
     always_200,
@@ -69,7 +67,9 @@ from ._mcp_replies import (
     status_of,
     traced,
 )
+from ._post_answer import PostAnswer
 from ._sessions import Session, Sessions
+from ._timers import Timers
 
 __all__ = ["McpEndpoint"]
 
@@ -88,7 +88,7 @@ class McpEndpoint:
         ctx: Callable[[], OpContext],
         *,
         own: list[str],
-        later: Later,
+        later: Timers,
         audience: Audience | None = None,
     ) -> None:
         """``ctx`` gives the live context; ``own`` holds the daemon's own origin(s);
@@ -105,7 +105,7 @@ class McpEndpoint:
         response = await self._handle(request)
         await response(scope, receive, send)
 
-    async def _handle(self, request: Request) -> Response | LazyAnswer | Held:
+    async def _handle(self, request: Request) -> Response | PostAnswer | Held:
         settings = self._ctx().settings
         allowed = [str(o) for o in settings["transport.allowedOrigins"]]
         if not origin_allowed(request.headers.get("origin"), own=self._own, allowed=allowed):
@@ -148,7 +148,7 @@ class McpEndpoint:
 
     # -- POST ------------------------------------------------------------------
 
-    async def _post(self, request: Request) -> Response | LazyAnswer | Held:
+    async def _post(self, request: Request) -> Response | PostAnswer | Held:
         try:
             decoded = wire.decode(await request.body(), batch_ok=self._batch_ok(request))
         except McpError as exc:
@@ -189,12 +189,12 @@ class McpEndpoint:
             return Response(status_code=202)  # notifications and responses only
         return json_reply(replies)
 
-    def _stateless(self, request: Request, kind: Kind, frame: wire.Frame) -> Response | LazyAnswer:
+    def _stateless(self, request: Request, kind: Kind, frame: wire.Frame) -> Response | PostAnswer:
         if kind is not Kind.REQUEST:
             return Response(status_code=202)
         ctx = self._ctx()
 
-        async def run(answer: LazyAnswer) -> wire.Frame | None:
+        async def run(answer: PostAnswer) -> wire.Frame | None:
             conn = Conn(transport="http")
             return await dispatch(
                 frame, conn, ctx, settings=ctx.settings, headers=request.headers, notify=answer.emit
@@ -204,7 +204,7 @@ class McpEndpoint:
 
     async def _legacy(
         self, request: Request, kind: Kind, frame: wire.Frame
-    ) -> Response | LazyAnswer | Held:
+    ) -> Response | PostAnswer | Held:
         ctx = self._ctx()
         if kind is Kind.REQUEST and frame.get("method") == "initialize":
             return await self._initialize(request, frame)
@@ -236,7 +236,7 @@ class McpEndpoint:
 
         streams_ok = offers_streams(request)
 
-        async def run(answer: LazyAnswer) -> wire.Frame | None:
+        async def run(answer: PostAnswer) -> wire.Frame | None:
             # A question goes on the POST's response, which becomes an event stream; the
             # host answers with a POST of its own on the session.
             ask = host.asker(ctx, answer.emit) if streams_ok else None
@@ -273,11 +273,11 @@ class McpEndpoint:
     def _lazy(
         self,
         request: Request,
-        run: Callable[[LazyAnswer], Awaitable[wire.Frame | None]],
+        run: Callable[[PostAnswer], Awaitable[wire.Frame | None]],
         *,
         modern: bool,
-    ) -> LazyAnswer:
-        return LazyAnswer(
+    ) -> PostAnswer:
+        return PostAnswer(
             run,
             later=self._later,
             streams_ok=offers_streams(request),

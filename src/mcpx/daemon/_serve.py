@@ -40,7 +40,7 @@ from mcpx.config import ServerConfig, Settings
 from mcpx.events import EventBus, publish_notification
 from mcpx.ops import Catalogue, OpContext
 from mcpx.pool import open_pool
-from mcpx.questions import Broker, CallsInFlight, NativeFirst, Question, StateSigner, Throttle
+from mcpx.questions import Broker, CallsInFlight, Question, QuestionRouter, StateSigner, Throttle
 from mcpx.server import Audience
 from mcpx.tasks import TaskRecords, Tasks
 
@@ -49,12 +49,12 @@ from ._daemon_auth import StartRefused, admit
 from ._guard import FrontDoor, routed
 from ._hand_back import HandBacks
 from ._head_limits import limited_protocol
-from ._later import Later
 from ._limits import BodyLimits
 from ._mcp import McpEndpoint
 from ._paths import DaemonPaths, demo_server
 from ._reload import ConfigFollower, applying
 from ._stdio_accept import serve_stdio_channel
+from ._timers import Timers
 
 __all__ = ["StartRefused", "serve"]
 
@@ -266,7 +266,7 @@ def serve(
     audience = Audience(settings.policy(), trace)
     calls = CallsInFlight()
     events = EventBus(int(settings["events.history"]))
-    later = Later()
+    later = Timers()
     hand_backs = HandBacks()
     paths.restarting.unlink(missing_ok=True)  # a restart that did not finish
 
@@ -276,7 +276,7 @@ def serve(
         hooks = _hooks(catalogues, audience, calls, settings, events)
         broker = Broker(paths.questions, on_change=_question_events(events))
         # Upstream questions: the calling host first, the broker after.
-        handler = NativeFirst(
+        handler = QuestionRouter(
             broker,
             calls,
             lambda: holder[0].pool if holder else None,

@@ -8,8 +8,8 @@ Job: accept each connection on ``<state>/mcpx-stdio.sock`` (mode 0600) and hand 
   answers ``OK`` and reads and writes those pipes itself; the connection then only says
   the shim is alive (its close ends the host's session, as an EOF would). Refused with
   ``NO <reason>`` (then closed, the descriptors with it) when they are not pipes or
-  sockets, or this anyio cannot wait on a descriptor; the shim then relays instead.
-- a relay: anything else. The JSON lines arrive on the connection itself (``mcpx serve``
+  sockets, or this anyio cannot wait on a descriptor; the shim then carries the lines instead.
+- carried lines: anything else. The JSON lines arrive on the connection itself (``mcpx serve``
   copying its stdin and stdout, or any client of the socket).
 
 Invariants:
@@ -86,7 +86,7 @@ async def _accept(stream: SocketStream, ctx: OpContext, hand_backs: HandBacks) -
 
 
 async def _connection(stream: SocketStream, ctx: OpContext, hand_backs: HandBacks) -> None:
-    """One connection: a hand-off of the host's pipes, or a relay of its lines."""
+    """One connection: a hand-off of the host's pipes, or its lines carried."""
     identity = _peer(stream)
     async with stream:
         try:

@@ -78,7 +78,7 @@ class StdioChannel:
         receive: ByteReceiveStream,
         send: ByteSendStream,
         *,
-        mode: str = "relay",
+        mode: str = "carried",
     ) -> None:
         self.receive = receive
         self.send = send

@@ -5,13 +5,15 @@
 - ``_handlers`` and the ``_handle_*`` families: what each operation does, over the
   pool, the broker and the tasks; ``_upstream_call``: the one way to an upstream and
   the one map of its failures.
-- ``_openapi``, ``_plain_schema``, ``_tool_input``, ``_limits``: what is judged and
-  published from the declarations.
+- ``_operation_input``: an operation's input checked against its schema, once, for
+  every surface; ``_openapi``, ``_plain_schema``, ``_tool_input``, ``_limits``: what
+  else is judged and published from the declarations.
 - ``_uris``, ``_resource_owner``: the gateway's ``mcpx://`` resource names.
 
 The names that bring in the pool, the upstream client and the broker (the handlers,
-the context, the catalogue, the upstream call) load on first use, through this
-module's ``__getattr__``: the one deliberate lazy seam, for the CLI's start time.
+the context, the catalogue, the upstream call, the input check and its jsonschema) load
+on first use, through this module's ``__getattr__``: the one deliberate lazy seam, for
+the CLI's start time.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from ._catalogue import Catalogue
     from ._context import OpContext
     from ._handlers import HANDLERS, run_operation
+    from ._operation_input import check_input, input_problem
     from ._upstream_call import TRACE_KEYS, request_for_caller, upstream_error
 
 __all__ = [
@@ -48,8 +51,10 @@ __all__ = [
     "QuickCheck",
     "Status",
     "by_name",
+    "check_input",
     "gateway_template",
     "gateway_uri",
+    "input_problem",
     "openapi",
     "original_uri",
     "plain_check",
@@ -67,6 +72,8 @@ _LAZY = {
     "OpContext": "_context",
     "HANDLERS": "_handlers",
     "run_operation": "_handlers",
+    "check_input": "_operation_input",
+    "input_problem": "_operation_input",
     "TRACE_KEYS": "_upstream_call",
     "request_for_caller": "_upstream_call",
     "upstream_error": "_upstream_call",

@@ -20,18 +20,18 @@ from anyio.abc import TaskStatus
 
 from mcpx import wire
 from mcpx.client import (
-    Asked,
     EraCache,
     Hooks,
     OnUpstreamNotification,
     QuestionHandler,
+    QuestionOrigin,
     Session,
     UpstreamError,
     open_session,
 )
 from mcpx.config import ServerConfig, Settings
 
-from ._polls import LIST_FLAGS, Poller, left_out, poll_interval, poll_lists, relay_listen
+from ._polls import LIST_FLAGS, Poller, follow_listen, left_out, poll_interval, poll_lists
 
 __all__ = ["Instance"]
 
@@ -162,7 +162,7 @@ class Instance:
             return partial(poll_lists, session, kinds, interval, lambda m: notified(m, {}))
 
         async with session.listen(notifications) as stream:
-            await relay_listen(stream, notified, poller)
+            await follow_listen(stream, notified, poller)
 
     async def stop(self) -> None:
         """Close the session (process ended, HTTP session deleted) and wait."""
@@ -276,5 +276,7 @@ class _Scoped:
     def capabilities(self, revision: str) -> dict[str, Any]:
         return self.inner.capabilities(revision)
 
-    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    async def answer(
+        self, method: str, params: dict[str, Any], asked: QuestionOrigin
+    ) -> dict[str, Any]:
         return await self.inner.answer(method, params, replace(asked, scope=self.scope_key))

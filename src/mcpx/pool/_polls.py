@@ -28,11 +28,11 @@ from mcpx.config import Settings
 
 __all__ = [
     "LIST_FLAGS",
+    "follow_listen",
     "left_out",
     "poll_interval",
     "poll_lists",
     "poll_resources",
-    "relay_listen",
     "unacknowledged_uris",
 ]
 
@@ -52,7 +52,7 @@ _ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 Poller = Callable[[], Awaitable[None]]
 
 
-async def relay_listen(
+async def follow_listen(
     stream: AsyncIterator[dict[str, Any]],
     notified: Callable[[str, dict[str, Any]], None],
     left_out_poller: Callable[[Mapping[str, Any]], Poller | None],

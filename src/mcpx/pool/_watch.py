@@ -33,7 +33,7 @@ from mcpx.config import Settings
 
 from ._errors import UnknownServer
 from ._instance import Instance
-from ._polls import Poller, poll_interval, poll_resources, relay_listen, unacknowledged_uris
+from ._polls import Poller, follow_listen, poll_interval, poll_resources, unacknowledged_uris
 
 __all__ = ["Watches"]
 
@@ -167,11 +167,11 @@ class Watches:
                 anyio.create_task_group() as tg,
                 session.listen({"resourceSubscriptions": asked}) as stream,
             ):
-                tg.start_soon(self._relay, server, session, asked, stream)
+                tg.start_soon(self._forward, server, session, asked, stream)
                 await self._until_changed(server, inst)
                 tg.cancel_scope.cancel()
 
-    async def _relay(self, server: str, session: Session, asked: list[str], stream: Any) -> None:
+    async def _forward(self, server: str, session: Session, asked: list[str], stream: Any) -> None:
         # What the listen stream says reaches the hooks; the URIs its acknowledgement
         # leaves out are read again and again instead (C-SUB-3), a changed read being
         # the resources/updated that never came.
@@ -189,7 +189,7 @@ class Watches:
             interval = poll_interval(self._settings)
             return partial(poll_resources, session, uris, interval, updated)
 
-        await relay_listen(stream, notified, poller)
+        await follow_listen(stream, notified, poller)
 
     async def _until_changed(self, server: str, inst: Instance) -> None:
         event = self._changed.setdefault(server, anyio.Event())

@@ -5,13 +5,13 @@ host that can, natively in its era, with a durable broker behind it.
 - ``_broker``: the durable store of questions nobody present can answer.
 - ``_calls_in_flight``: the calls running for hosts, credited with what their upstream says
   (progress, log lines) and with the questions it asks.
-- ``_native``: the one handler: the calling host first, the broker after.
+- ``_router``: the one handler: the calling host first, the broker after.
 - ``_throttle``: how many questions one upstream may have open, and how fast it asks.
 """
 
 from ._broker import ELICIT_TTL, Broker, Question, QuestionClosed
 from ._calls_in_flight import LEVELS, CallsInFlight, HostAsker, Notify, more_verbose
-from ._native import NativeFirst, attributed
+from ._router import QuestionRouter, attributed
 from ._state import IssuedState, StateError, StateSigner, binding
 from ._throttle import THROTTLED, Throttle
 
@@ -23,10 +23,10 @@ __all__ = [
     "CallsInFlight",
     "HostAsker",
     "IssuedState",
-    "NativeFirst",
     "Notify",
     "Question",
     "QuestionClosed",
+    "QuestionRouter",
     "StateError",
     "StateSigner",
     "Throttle",

@@ -30,17 +30,14 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
-import jsonschema
-
 from mcpx.ops import (
     ArgumentsTooLarge,
     Operation,
     OpError,
-    QuickCheck,
     by_name,
     gateway_template,
     gateway_uri,
-    plain_check,
+    input_problem,
     run_operation,
     split_gateway,
     upstream_resource,
@@ -164,28 +161,11 @@ def _readable_block(server: str, block: object) -> object:
 def _argument_problem(op: Operation, arguments: object) -> str | None:
     if not isinstance(arguments, Mapping):
         return "arguments must be an object"
-    given = dict(arguments)
-    quick = _quick(op.name)
-    if quick is not None and quick(given):
+    problem = input_problem(op, arguments, headers=False)
+    if problem is None:
         return None
-    validator = _validator(op.name)
-    problems = sorted(validator.iter_errors(given), key=lambda e: list(e.path))
-    if not problems:
-        return None
-    where = ".".join(map(str, problems[0].absolute_path)) or "(arguments)"
-    return f"{where}: {problems[0].message}"
-
-
-@cache
-def _validator(op_name: str) -> Any:
-    schema = by_name(op_name).input_schema(headers=False)
-    return jsonschema.validators.validator_for(schema)(schema)
-
-
-@cache
-def _quick(op_name: str) -> QuickCheck | None:
-    # Valid arguments pass without jsonschema; anything else gets its exact message.
-    return plain_check(by_name(op_name).input_schema(headers=False))
+    where, why = problem
+    return f"{where or '(arguments)'}: {why}"
 
 
 def _search_matches(out: JSON) -> JSON:

@@ -16,7 +16,7 @@ from typing import Any
 
 from mcpx import spec
 
-from ._cow import JSON, capability_row, without
+from ._copy_on_write import JSON, capability_row, without
 
 __all__ = ["capabilities_for", "server_capabilities"]
 

@@ -6,9 +6,9 @@ Invariants (ARCHITECTURE principle 2, design record §2.3):
   in-place edit would downgrade them for every later reader;
 - a revision that defines everything in the result gets the same object back
   (identity, no copy); an older one gets a new object whose changed parts are
-  new containers, with unchanged subtrees shared (see ``_cow``);
+  new containers, with unchanged subtrees shared (see ``_copy_on_write``);
 - which revision defines what is the matrix's answer; the few rows it lacks
-  are in ``_pending``.
+  are in ``_matrix_gaps``.
 
 The envelope of 2026-07-28 (``resultType``, cache hints, the serverInfo
 ``_meta`` key) is removed here for older peers; ``_envelope`` adds it.
@@ -23,7 +23,7 @@ from typing import Any, Final
 from mcpx import spec
 
 from ._capabilities import capabilities_for
-from ._cow import JSON, has, map_key, map_list, put, strip, without
+from ._copy_on_write import JSON, has, map_key, map_list, put, strip, without
 from ._items import (
     block,
     implementation,
@@ -34,7 +34,7 @@ from ._items import (
     resource_template,
     tool,
 )
-from ._pending import pending
+from ._matrix_gaps import pending
 
 __all__ = ["RESULT_DEFINITIONS", "downgrade", "downgrade_notification"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ._cow import JSON, without
+from ._copy_on_write import JSON, without
 
 __all__ = ["CACHE_SCOPES", "envelope"]
 

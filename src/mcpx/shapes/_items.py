@@ -3,8 +3,8 @@ resources, templates, resource contents, implementations and annotations.
 
 Each function takes one item in the newest shape and returns it spelled for
 ``rev``: the item itself when ``rev`` defines everything in it, otherwise a new
-object (copy-on-write, see ``_cow``). Which revision defines which field is the
-matrix's answer (``_cow.has``), never a list of revisions written here.
+object (copy-on-write, see ``_copy_on_write``). Which revision defines which field is the
+matrix's answer (``_copy_on_write.has``), never a list of revisions written here.
 
 A content block of a type ``rev`` lacks is said another way, so the information
 survives in a form every revision reads: a resource link becomes an embedded
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ._cow import JSON, has, map_key, map_list, strip
-from ._pending import pending
+from ._copy_on_write import JSON, has, map_key, map_list, strip
+from ._matrix_gaps import pending
 
 __all__ = [
     "annotations_for",

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpx.client import Asked
+from mcpx.client import QuestionOrigin
 from obligations.client_questions.helpers import (
     EXPECTED_CAPS,
     FORM,
@@ -44,7 +44,9 @@ class Answers:
     def capabilities(self, revision: str) -> dict[str, Any]:
         return dict(EXPECTED_CAPS)
 
-    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    async def answer(
+        self, method: str, params: dict[str, Any], asked: QuestionOrigin
+    ) -> dict[str, Any]:
         self.asked.append((method, params))
         if self.gate is not None:
             if len(self.asked) >= self.wait_for:

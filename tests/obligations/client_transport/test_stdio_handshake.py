@@ -20,8 +20,8 @@ import anyio
 import pytest
 
 from mcpx import spec, wire
-from mcpx.client import Asked, HandshakeFailed
-from mcpx.questions import NativeFirst
+from mcpx.client import HandshakeFailed, QuestionOrigin
+from mcpx.questions import QuestionRouter
 from mcpx.questions._broker import Broker
 from mcpx.transport import _stdio, open_stdio
 from obligations.client_transport.helpers import META
@@ -50,7 +50,9 @@ class Roots:
     def capabilities(self, revision: str) -> dict[str, Any]:
         return {"roots": {}}
 
-    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    async def answer(
+        self, method: str, params: dict[str, Any], asked: QuestionOrigin
+    ) -> dict[str, Any]:
         if method == "roots/list":
             return {"roots": [{"uri": "file:///tmp/root", "name": "root"}]}
         raise wire.MethodNotFound(f"Method not found: {method}")
@@ -313,7 +315,7 @@ async def test_shutdown_closes_stdin_then_terms_then_kills(
 # C-LC-20 C-LC-21 (not offered: mcpx declares no extension upstream, so it never uses one)
 @pytest.mark.obligation("C-LC-20", "C-LC-21")
 def test_the_daemons_upstream_declaration_has_no_extensions(tmp_path: Path) -> None:
-    handler = NativeFirst(Broker(tmp_path / "questions.json"), None, lambda: None)  # type: ignore[arg-type]
+    handler = QuestionRouter(Broker(tmp_path / "questions.json"), None, lambda: None)  # type: ignore[arg-type]
     for revision in spec.REVISIONS:
         caps = handler.capabilities(revision)
         assert "extensions" not in caps and "tasks" not in caps, (revision, caps)

@@ -35,9 +35,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from mcpx import wire
 
-from ._later import Later
+from ._timers import Timers
 
-__all__ = ["LazyAnswer", "json_line", "sse_event"]
+__all__ = ["PostAnswer", "json_line", "sse_event"]
 
 _KEEPALIVE: Final = b": keepalive\n\n"
 # Emitted frames waiting for the writer; a slow client holds up the request, not memory.
@@ -54,7 +54,7 @@ def json_line(value: wire.Frame) -> bytes:
     return wire.dumps(value) + b"\n"
 
 
-class LazyAnswer:
+class PostAnswer:
     """An ASGI response that runs the request itself, and answers as it must.
 
     ``run`` is given this answer and returns the response frame (None: 202, nothing to
@@ -68,9 +68,9 @@ class LazyAnswer:
 
     def __init__(
         self,
-        run: Callable[[LazyAnswer], Awaitable[wire.Frame | None]],
+        run: Callable[[PostAnswer], Awaitable[wire.Frame | None]],
         *,
-        later: Later,
+        later: Timers,
         streams_ok: bool,
         keepalive: float,
         status_of: Callable[[wire.Frame], int],

@@ -1,4 +1,4 @@
-"""``mcpx call`` following a relay stream: progress as a bar, log lines on stderr.
+"""``mcpx call`` following its ndjson stream: progress as a bar, log lines on stderr.
 
 The daemon answers plain JSON when nothing was relayed, else ndjson lines: each
 ``{"notification": …}`` then the body the JSON would have had. stdout only ever gets
@@ -16,7 +16,7 @@ import click
 from ._daemon import DaemonClient
 from ._http import Reply
 
-__all__ = ["EX_TEMPFAIL", "parked", "relayed_call"]
+__all__ = ["EX_TEMPFAIL", "parked", "streamed_call"]
 
 EX_TEMPFAIL = 75  # sysexits.h: try again later (after answering)
 
@@ -57,7 +57,7 @@ def _log(params: dict[str, Any]) -> None:
     click.echo(f"{params.get('level', 'info')}: {text}", err=True)
 
 
-def relayed_call(client: DaemonClient, method: str, path: str, body: Any) -> Reply:
+def streamed_call(client: DaemonClient, method: str, path: str, body: Any) -> Reply:
     """One call whose progress and log lines are shown as they come; the final reply.
 
     The CLI cannot be asked in-band: on a question nobody present can answer, the

@@ -5,7 +5,7 @@ Invariants:
 - One function for both eras: a legacy server's request on the wire and a modern
   server's ``input_required`` round reach ``answer`` alike (the client calls it).
 - A question belongs to a call only when that call is the only one in flight on the
-  instance that asked, its (server, scope key) (the relay's calls against the pool's
+  instance that asked, its (server, scope key) (``CallsInFlight`` against the pool's
   in-flight count for the key): with two, attribution is a guess, and one client's
   question must never reach another. Unattributed, it goes to the broker, and every
   caller waiting on that instance hears of it.
@@ -14,7 +14,7 @@ Invariants:
   broker keeps it until someone answers, declines or it expires (as cancel).
 - The host sees who asks: "<server> (via mcpx) asks: …".
 - ``roots/list`` nobody can answer gets mcpx's own roots (none configured: empty).
-- A question needing more than mcpx declared to that server (``_asked``) is refused
+- A question needing more than mcpx declared to that server (``_undeclared``) is refused
   at once, before anyone is asked; roots go upstream only as ``file://`` URIs without
   ``..`` (``_answers``), whoever gave them.
 - A server with too many questions open, or asking too fast (``_throttle``), is refused
@@ -28,20 +28,20 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from mcpx import spec
-from mcpx.client import Asked
+from mcpx.client import QuestionOrigin
 from mcpx.config import SETTINGS
 from mcpx.wire import McpError, MethodNotFound
 
 from ._answers import exposable_roots
-from ._asked import check_askable
 from ._broker import Broker
 from ._calls_in_flight import CallsInFlight, HostAsker
 from ._throttle import Throttle
+from ._undeclared import check_askable
 
 if TYPE_CHECKING:
     from mcpx.pool import Pool
 
-__all__ = ["ASKABLE", "NativeFirst", "attributed"]
+__all__ = ["ASKABLE", "QuestionRouter", "attributed"]
 
 log = logging.getLogger("mcpx.questions")
 
@@ -52,7 +52,7 @@ def attributed(message: object, server: str) -> str:
     return f"{server} (via mcpx) asks: {message}"
 
 
-class NativeFirst:
+class QuestionRouter:
     """The daemon's ``QuestionHandler``."""
 
     def __init__(
@@ -85,7 +85,9 @@ class NativeFirst:
                 }
         return caps
 
-    async def answer(self, method: str, params: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    async def answer(
+        self, method: str, params: dict[str, Any], asked: QuestionOrigin
+    ) -> dict[str, Any]:
         if method == "ping":
             return {}
         if method not in ASKABLE:
@@ -104,7 +106,9 @@ class NativeFirst:
         # A host's roots are checked too: the upstream gets only what may be exposed.
         return exposable_roots(result, asked.server) if method == "roots/list" else result
 
-    async def _brokered(self, method: str, shown: dict[str, Any], asked: Asked) -> dict[str, Any]:
+    async def _brokered(
+        self, method: str, shown: dict[str, Any], asked: QuestionOrigin
+    ) -> dict[str, Any]:
         question = self._broker.ask(
             asked.server, method, shown, identity=None, routing="broker: no host could be asked"
         )

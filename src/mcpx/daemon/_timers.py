@@ -3,12 +3,12 @@
 A POST's answer needs a task beside its request only if the request turns out slow (a
 keep-alive to send, a client that may have gone away) or has frames to stream. An anyio
 task group and a task of its own cost a fast request more than all its JSON-RPC
-handling; so each request asks ``Later`` for a callback after a while instead, which is
+handling; so each request asks ``Timers`` for a callback after a while instead, which is
 a heap push, and starts its helper task here only if it is still running then.
 
 Invariants:
 
-- Callbacks run in ``Later``'s own task, in the order they fall due, never before and at
+- Callbacks run in ``Timers``'s own task, in the order they fall due, never before and at
   most ``resolution`` after; they are plain functions that must not block (typically:
   decide, and ``spawn``). Due times are rounded up to the resolution, so that the timer
   task wakes a few times a second under any load, not once per request.
@@ -27,10 +27,10 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-__all__ = ["Later"]
+__all__ = ["Timers"]
 
 
-class Later:
+class Timers:
     """Delayed callbacks and background tasks, for the life of the daemon (``run``)."""
 
     def __init__(self, resolution: float = 0.05) -> None:
@@ -64,7 +64,7 @@ class Later:
     def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run ``fn()`` as a task of the daemon's."""
         if self._tg is None:
-            raise RuntimeError("Later is not running")
+            raise RuntimeError("Timers is not running")
         self._tg.start_soon(fn)
 
     async def _timer(self) -> None:

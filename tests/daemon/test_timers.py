@@ -1,16 +1,16 @@
-"""Later: delayed callbacks in the order they fall due, and tasks in the daemon's group."""
+"""Timers: delayed callbacks in the order they fall due, and tasks in the daemon's group."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from mcpx.daemon._later import Later
+from mcpx.daemon._timers import Timers
 
 
 @pytest.mark.anyio
 async def test_callbacks_run_in_due_order_never_early() -> None:
-    later = Later()
+    later = Timers()
     ran: list[tuple[str, float]] = []
     all_ran = anyio.Event()
     async with anyio.create_task_group() as tg:
@@ -35,7 +35,7 @@ async def test_callbacks_run_in_due_order_never_early() -> None:
 
 @pytest.mark.anyio
 async def test_spawned_tasks_run_and_end_with_it() -> None:
-    later = Later()
+    later = Timers()
     started, ended = anyio.Event(), anyio.Event()
 
     async def forever() -> None:
@@ -59,4 +59,4 @@ def test_spawning_needs_it_running() -> None:
         pass
 
     with pytest.raises(RuntimeError):
-        Later().spawn(nothing)
+        Timers().spawn(nothing)

@@ -3,7 +3,7 @@
 Invariants:
 
 - A question is judged against what mcpx declared to the upstream in the revision it
-  speaks (``NativeFirst.capabilities``), before any host or the broker sees it: one
+  speaks (``QuestionRouter.capabilities``), before any host or the broker sees it: one
   refused is answered at once with an error, never held or put to anyone (C-SREQ-4).
 - A kind mcpx did not declare at all is -32601 (roots' own rule, C-ROOTS-6, for all):
   elicitation before 2025-06-18.
