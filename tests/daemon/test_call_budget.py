@@ -50,7 +50,9 @@ def test_a_question_answered_after_the_budget_does_not_time_the_call_out(daemon:
                 break
             caller.join(timeout=0.05)
         [question] = pending
-        time.sleep(3)  # longer than pool.callTimeout: the person is thinking
+        # Slow on purpose, nothing to wait for: the person thinks longer than
+        # pool.callTimeout, and the call must NOT time out meanwhile.
+        time.sleep(3)
         answered = api.post(
             f"/v1/questions/{question['id']}/answer", json={"content": {"answer": "done"}}
         )

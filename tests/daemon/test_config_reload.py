@@ -13,7 +13,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -23,6 +23,7 @@ import pytest
 
 from support.daemon import Daemon, running_daemon, sdk_entry
 from support.peers import stdio_peer
+from support.waiting import wait_until
 
 DEMO = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
 SETTINGS = {"daemon.configPoll": "0.2s"}
@@ -54,15 +55,6 @@ def _servers(daemon: Daemon) -> dict[str, dict[str, Any]]:
         return {s["name"]: s for s in api.get("/v1/servers").json()["servers"]}
 
 
-def _eventually(check: Callable[[], bool], limit: float = 20) -> bool:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return check()
-
-
 def _logged(daemon: Daemon, words: str) -> bool:
     return any(words in line["msg"] for line in daemon.log_lines())
 
@@ -72,7 +64,7 @@ def test_an_added_server_answers_and_a_connected_host_is_told(daemon: Daemon) ->
         caps = host.initialize("2025-11-25")["capabilities"]
         assert caps["resources"]["listChanged"] is True
         _write(daemon, {"sdk": sdk_entry("1.23.3"), "demo": DEMO})
-        assert _eventually(lambda: "demo" in _servers(daemon)), _servers(daemon)
+        wait_until(lambda: "demo" in _servers(daemon), message=lambda: _servers(daemon))
         # The same host, on the same connection, reaches the new server; the change
         # was pushed when it applied, so before this answer.
         reply = host.request(
@@ -91,7 +83,7 @@ def test_an_added_server_answers_and_a_connected_host_is_told(daemon: Daemon) ->
     called = daemon.cli("call", "demo", "echo", "text=cli")
     assert called.returncode == 0 and called.stdout.strip() == "cli", called.stderr
     assert _logged(daemon, "reloaded")
-    params = {"since": 0, "kind": "config.reloaded"}
+    params: dict[str, str | int] = {"since": 0, "kind": "config.reloaded"}
     with daemon.http() as api, api.stream("GET", "/v1/events", params=params) as r:
         line = next(ln for ln in r.iter_lines() if ln.startswith("data:"))
     event = json.loads(line.removeprefix("data:"))
@@ -101,17 +93,17 @@ def test_an_added_server_answers_and_a_connected_host_is_told(daemon: Daemon) ->
 
 def test_a_changed_entry_gets_a_new_instance_and_a_removed_one_is_unknown(daemon: Daemon) -> None:
     _write(daemon, {"sdk": sdk_entry("1.23.3"), "demo": DEMO})
-    assert _eventually(lambda: "demo" in _servers(daemon))
+    wait_until(lambda: "demo" in _servers(daemon))
     assert daemon.cli("call", "demo", "echo", "text=a").returncode == 0
     [before] = _servers(daemon)["demo"]["instances"]
     changed = {**DEMO, "env": {"MCPX_TEST_MARK": "2"}}
     _write(daemon, {"sdk": sdk_entry("1.23.3"), "demo": changed})
-    assert _eventually(lambda: not _servers(daemon)["demo"]["instances"])  # retired
+    wait_until(lambda: not _servers(daemon)["demo"]["instances"])  # retired
     assert daemon.cli("call", "demo", "echo", "text=b").returncode == 0
     [after] = _servers(daemon)["demo"]["instances"]
     assert after["pid"] != before["pid"]
     _write(daemon, {"demo": changed})
-    assert _eventually(lambda: "sdk" not in _servers(daemon))
+    wait_until(lambda: "sdk" not in _servers(daemon))
     gone = daemon.cli("call", "sdk", "echo", "text=x")
     assert gone.returncode == 4 and "sdk" in gone.stderr, gone.stderr
 
@@ -126,9 +118,9 @@ def test_a_busy_instance_of_a_removed_server_finishes_its_call(daemon: Daemon) -
 
     caller = threading.Thread(target=slow)
     caller.start()
-    assert _eventually(lambda: any(i.get("inFlight") for i in _servers(daemon)["sdk"]["instances"]))
+    wait_until(lambda: any(i.get("inFlight") for i in _servers(daemon)["sdk"]["instances"]))
     _write(daemon, {"demo": DEMO})
-    assert _eventually(lambda: "sdk" not in _servers(daemon))
+    wait_until(lambda: "sdk" not in _servers(daemon))
     caller.join(timeout=60)
     [reply] = replies
     assert reply.status_code == 200 and reply.json()["content"][0]["text"] == "slept 2.0"
@@ -136,24 +128,22 @@ def test_a_busy_instance_of_a_removed_server_finishes_its_call(daemon: Daemon) -
 
 def test_a_file_that_does_not_load_changes_nothing_until_it_is_fixed(daemon: Daemon) -> None:
     daemon.config.write_text('{"mcpServers": {"demo": ')
-    assert _eventually(lambda: _logged(daemon, "config not reloaded"))
+    wait_until(lambda: _logged(daemon, "config not reloaded"))
     assert set(_servers(daemon)) == {"sdk"}
     with daemon.http() as api:  # (the CLI reads the file too, and would refuse it)
         body = {"server": "sdk", "tool": "echo", "arguments": {"text": "still"}}
         assert api.post("/v1/call", json=body).json()["content"][0]["text"] == "still"
     _write(daemon, {"sdk": {"command": "x", "url": "http://127.0.0.1:1/"}})  # refused
-    assert _eventually(
-        lambda: sum("config not reloaded" in ln["msg"] for ln in daemon.log_lines()) >= 2
-    )
+    wait_until(lambda: sum("config not reloaded" in ln["msg"] for ln in daemon.log_lines()) >= 2)
     assert set(_servers(daemon)) == {"sdk"}
     _write(daemon, {"sdk": sdk_entry("1.23.3"), "demo": DEMO})
-    assert _eventually(lambda: set(_servers(daemon)) == {"sdk", "demo"})
+    wait_until(lambda: set(_servers(daemon)) == {"sdk", "demo"})
 
 
 def test_changed_settings_wait_for_a_restart_and_say_so(daemon: Daemon) -> None:
     settings = {**_FIRST[daemon.config]["settings"], "pool.max": 7}
     _write(daemon, {"sdk": sdk_entry("1.23.3"), "demo": DEMO}, settings=settings)
-    assert _eventually(lambda: _logged(daemon, "take effect at `mcpx restart`"))
+    wait_until(lambda: _logged(daemon, "take effect at `mcpx restart`"))
     assert any("pool.max" in ln["msg"] for ln in daemon.log_lines())
     assert "demo" in _servers(daemon)  # the servers applied all the same
 
@@ -178,7 +168,7 @@ def watching(tmp_path: Path) -> Iterator[tuple[Daemon, list[dict[str, Any]]]]:
         stop = threading.Event()
         reader = threading.Thread(target=_follow, args=(d, got, stop), daemon=True)
         reader.start()
-        assert _eventually(lambda: _polling(d) >= 1)
+        wait_until(lambda: _polling(d) >= 1)
         yield d, got
         stop.set()
         reader.join(timeout=30)
@@ -206,14 +196,22 @@ def test_a_watched_resource_stays_watched_when_its_server_changes(
     [before] = _servers(daemon)["quiet"]["instances"]
     _write(daemon, {"sdk": sdk_entry("1.23.3"), "quiet": {**QUIET, "env": {"MARK": "2"}}})
     # The subscription moves to an instance of the new entry at once (nobody called it).
-    assert _eventually(lambda: _polling(daemon) >= 2)
+    wait_until(lambda: _polling(daemon) >= 2)
     [after] = _servers(daemon)["quiet"]["instances"]
     assert after["pid"] != before["pid"]
-    time.sleep(1)  # the new instance's first read is the baseline
-    with daemon.http() as api:
-        body = {"server": "quiet", "tool": "edit_note", "arguments": {}}
-        assert api.post("/v1/call", json=body, timeout=60).status_code == 200
-    assert _eventually(lambda: any(e["kind"] == "resource.updated" for e in got)), got
+
+    def told() -> bool:
+        if any(e["kind"] == "resource.updated" for e in got):
+            return True
+        # The new instance's first read of the note is its baseline, and nothing shows
+        # when it was made: an edit before it is no change. So the note is edited again
+        # (read every 300 ms) until an edit is told.
+        with daemon.http() as api:
+            body = {"server": "quiet", "tool": "edit_note", "arguments": {}}
+            assert api.post("/v1/call", json=body, timeout=60).status_code == 200
+        return False
+
+    wait_until(told, interval=1, message=lambda: f"no resource.updated in {got}")
 
 
 def test_removing_a_watched_server_leaves_the_daemon_serving(
@@ -221,7 +219,9 @@ def test_removing_a_watched_server_leaves_the_daemon_serving(
 ) -> None:
     daemon, _ = watching
     _write(daemon, {"sdk": sdk_entry("1.23.3")})
-    assert _eventually(lambda: "quiet" not in _servers(daemon))
-    time.sleep(1.5)  # where the subscription's guard would have tried the gone server
+    wait_until(lambda: "quiet" not in _servers(daemon))
+    # Nothing to wait for: the daemon must NOT fail meanwhile, where the subscription's
+    # guard would have tried the gone server.
+    time.sleep(1.5)
     assert daemon.proc.poll() is None
     assert daemon.cli("call", "sdk", "echo", "text=alive").stdout.strip() == "alive"

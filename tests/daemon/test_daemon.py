@@ -9,7 +9,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from support.daemon import Daemon, bad_entry, running_daemon, sdk_entry
+from support.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -151,15 +151,22 @@ def test_a_killed_instance_is_replaced(daemon: Daemon) -> None:
         listed = {s["name"]: s for s in client.get("/v1/servers").json()["servers"]}
         pid = listed["sdk"]["instances"][0]["pid"]
         os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+
+        statuses: list[int] = []
+
+        def call_answered() -> bool:
             again = client.post(
                 "/v1/call", json={"server": "sdk", "tool": "echo", "arguments": {"text": "b"}}
             )
-            if again.status_code == 200:
-                break
-            time.sleep(0.1)
-        assert again.status_code == 200
+            statuses.append(again.status_code)
+            return again.status_code == 200
+
+        wait_until(
+            call_answered,
+            timeout=20,
+            interval=0.1,
+            message=lambda: f"no call answered after the kill (last statuses {statuses[-3:]})",
+        )
         servers = {s["name"]: s for s in client.get("/v1/servers").json()["servers"]}
         assert servers["sdk"]["instances"][0]["pid"] != pid
 
@@ -194,9 +201,7 @@ def test_concurrent_first_calls_start_one_instance(tmp_path: Path) -> None:
         assert len(instances) == 1 and instances[0]["calls"] == 6
         # The catalogue is on disk after the first calls.
         catalogue = d.state / "catalogue.json"
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not catalogue.exists():
-            time.sleep(0.05)
+        wait_until(catalogue.exists, timeout=20)
         tools = json.loads(catalogue.read_text())["servers"]["sdk"]["tools"]
         assert "echo" in {t["name"] for t in tools}
 
@@ -205,12 +210,12 @@ def test_idle_instances_are_reaped(tmp_path: Path) -> None:
     settings = {"pool.idleTimeout": "0.3s"}
     with running_daemon(tmp_path, {"sdk": sdk_entry("1.9.4")}, settings) as d, d.http() as client:
         client.post("/v1/call", json={"server": "sdk", "tool": "echo", "arguments": {"text": "x"}})
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if not client.get("/v1/servers").json()["servers"][0]["instances"]:
-                break
-            time.sleep(0.1)
-        assert client.get("/v1/servers").json()["servers"][0]["instances"] == []
+        wait_until(
+            lambda: client.get("/v1/servers").json()["servers"][0]["instances"] == [],
+            timeout=20,
+            interval=0.1,
+            message="the idle instance is still listed",
+        )
         # The catalogue still answers without starting anything.
         tools = client.get("/v1/tools").json()["tools"]
         assert "echo" in {t["name"] for t in tools}
@@ -270,9 +275,7 @@ def test_a_server_started_by_a_call_is_catalogued(tmp_path: Path) -> None:
         )
         assert got.status_code == 200
         catalogue = d.state / "catalogue.json"
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not catalogue.exists():
-            time.sleep(0.05)
+        wait_until(catalogue.exists, timeout=20)
         entry = json.loads(catalogue.read_text())["servers"]["sdk"]
         assert {p["name"] for p in entry["prompts"]} == {"greet"}
 

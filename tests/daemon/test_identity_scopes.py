@@ -8,7 +8,6 @@ session; a 2026-07-28 request is a scope of its own unless it names a session in
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,8 +15,9 @@ import httpx
 import pytest
 
 from support.daemon import Daemon, running_daemon
+from support.modern import modern_headers, modern_meta
+from support.waiting import wait_until
 
-MODERN = "2026-07-28"
 ECHO = {"server": "demo", "tool": "echo", "arguments": {"text": "hi"}}
 
 
@@ -35,11 +35,8 @@ def _scopes(daemon: Daemon) -> list[str]:
     return sorted(i["scope"] for s in servers for i in s["instances"] if i["scope"] != "anonymous")
 
 
-def _wait_scopes(daemon: Daemon, want: list[str], limit: float = 20) -> list[str]:
-    deadline = time.monotonic() + limit
-    while (found := _scopes(daemon)) != want and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return found
+def _wait_scopes(daemon: Daemon, want: list[str]) -> None:
+    wait_until(lambda: _scopes(daemon) == want, message=lambda: f"scopes {_scopes(daemon)}")
 
 
 def _session(mcp: httpx.Client) -> dict[str, str]:
@@ -70,23 +67,18 @@ def test_each_legacy_session_has_its_own_instance(daemon: Daemon) -> None:
         assert scopes == want
         # Ending a session ends the instance it owned; the other stays.
         assert mcp.delete("/mcp", headers=first).status_code == 200
-        assert _wait_scopes(daemon, [f"http:{second['Mcp-Session-Id']}"]) == [
-            f"http:{second['Mcp-Session-Id']}"
-        ]
+        _wait_scopes(daemon, [f"http:{second['Mcp-Session-Id']}"])
         assert mcp.delete("/mcp", headers=second).status_code == 200
-        assert _wait_scopes(daemon, []) == []
+        _wait_scopes(daemon, [])
 
 
 def test_modern_requests_are_their_own_scope_unless_named(daemon: Daemon) -> None:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "mcpx_call"}
+    meta = modern_meta(client=None)
+    headers = modern_headers("tools/call", name="mcpx_call")
     with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
         _call(mcp, headers, meta)
         # Its instance ended with the request: nothing of it is left.
-        assert _wait_scopes(daemon, []) == []
+        _wait_scopes(daemon, [])
         named = {**meta, "dev.mcpx/session": "agent-7"}
         _call(mcp, headers, named)
         _call(mcp, headers, named)

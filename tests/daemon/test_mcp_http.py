@@ -12,14 +12,11 @@ import httpx
 import pytest
 
 from support.daemon import Daemon, running_daemon
+from support.modern import MODERN, modern_headers, modern_meta, modern_request
 from support.peers import peer_python
 from support.schemas import FrameLog
 
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = modern_meta(client=None)
 
 
 @pytest.fixture(scope="module")
@@ -89,11 +86,9 @@ def test_legacy_session_lifecycle(mcp: httpx.Client, sent_frames: FrameLog, rev:
 def _modern(
     mcp: httpx.Client, method: str, params: dict[str, Any], name: str | None = None, **extra: str
 ) -> httpx.Response:
-    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method, **extra}
-    if name is not None:
-        headers["Mcp-Name"] = name
-    frame = {"jsonrpc": "2.0", "id": 7, "method": method, "params": {**params, "_meta": META}}
-    return mcp.post("/mcp", json=frame, headers=headers)
+    # Mcp-Name only when given: a test leaves it out on purpose.
+    headers = {**modern_headers(method, name=name), **extra}
+    return mcp.post("/mcp", json=modern_request(7, method, params, META), headers=headers)
 
 
 @pytest.mark.obligation("S-DISC-1", "S-DISC-2")
@@ -122,9 +117,9 @@ def test_modern_errors(mcp: httpx.Client, sent_frames: FrameLog) -> None:
     assert (r.status_code, r.json()["error"]["code"]) == (400, -32020)
     sent_frames.sent(r.json(), MODERN)
 
-    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"}
+    # No _meta in the body (built by hand on purpose): invalid params.
     frame = {"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}}
-    r = mcp.post("/mcp", json=frame, headers=headers)
+    r = mcp.post("/mcp", json=frame, headers=modern_headers("tools/list"))
     assert (r.status_code, r.json()["error"]["code"]) == (400, -32602)
     sent_frames.sent(r.json(), MODERN)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,13 +13,11 @@ import httpx
 import pytest
 
 from support.daemon import Daemon, running_daemon
+from support.modern import modern_headers, modern_meta, modern_request
 from support.schemas import FrameLog
+from support.waiting import wait_until
 
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = modern_meta(client=None)
 BOTH = "application/json, text/event-stream"
 
 
@@ -91,22 +88,18 @@ def test_a_slow_call_becomes_a_stream_with_keepalives(
 
 
 def test_modern_slow_call_streams_and_errors_keep_their_status(daemon: Daemon) -> None:
-    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Accept": BOTH}
-    headers["Mcp-Name"] = "mcpx_call"
-    frame = {
-        "jsonrpc": "2.0",
-        "id": 5,
-        "method": "tools/call",
-        "params": {**_slow(0.6), "_meta": META},
-    }
+    headers = modern_headers("tools/call", _slow(0.6), accept=BOTH)
+    frame = modern_request(5, "tools/call", _slow(0.6), META)
     with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
         r = mcp.post("/mcp", json=frame, headers=headers)
         assert r.headers["content-type"].startswith("text/event-stream")
         frames, _ = _events(r.text)
         assert frames[0]["result"]["resultType"] == "complete"
         # A fast error is JSON with the status its code calls for (-32602 → 400).
-        bad = {**frame, "params": {"name": "nope", "_meta": META}}
-        r = mcp.post("/mcp", json=bad, headers={**headers, "Mcp-Name": "nope"})
+        bad = modern_request(5, "tools/call", {"name": "nope"}, META)
+        r = mcp.post(
+            "/mcp", json=bad, headers=modern_headers("tools/call", name="nope", accept=BOTH)
+        )
         assert (r.status_code, r.json()["error"]["code"]) == (400, -32602)
 
 
@@ -120,30 +113,26 @@ def _in_flight(daemon: Daemon) -> int:
 def test_closing_the_connection_cancels_the_call(daemon: Daemon) -> None:
     # A raw socket: the test decides exactly when the connection goes away.
     host, port = daemon.info["url"].removeprefix("http://").split(":")
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {**_slow(60), "_meta": META}}
-    ).encode()
+    body = json.dumps(modern_request(6, "tools/call", _slow(60), META)).encode()
+    mcp_headers = "".join(
+        f"{name}: {value}\r\n"
+        for name, value in modern_headers("tools/call", _slow(60), accept=BOTH).items()
+    )
     head = (
         f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-        f"Accept: {BOTH}\r\nMCP-Protocol-Version: {MODERN}\r\nMcp-Method: tools/call\r\n"
-        f"Mcp-Name: mcpx_call\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"{mcp_headers}Content-Length: {len(body)}\r\n\r\n"
     ).encode()
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.sendall(head + body)
-        deadline = time.monotonic() + 20
-        while _in_flight(daemon) == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _in_flight(daemon) == 1
-    deadline = time.monotonic() + 20
-    while _in_flight(daemon) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _in_flight(daemon) == 0  # withdrawn long before its 60 s
+        assert wait_until(lambda: _in_flight(daemon), timeout=20) == 1
+    # Withdrawn long before its 60 s.
+    wait_until(lambda: _in_flight(daemon) == 0, timeout=20, message="the call still runs")
 
 
 def _finished(daemon: Daemon, tool: str, at_least_ms: float) -> dict[str, Any]:
     """The retained call.finished event of a ``tool`` call that ran ``at_least_ms``."""
     with daemon.http() as api:
-        params = {"since": 0, "kind": "call.finished"}
+        params: dict[str, str | int] = {"since": 0, "kind": "call.finished"}
         with api.stream("GET", "/v1/events", params=params, timeout=30) as r:
             for line in r.iter_lines():  # the replay holds it: found without waiting
                 if line.startswith("data: "):
@@ -168,14 +157,8 @@ def test_a_legacy_client_going_away_does_not_cancel_its_call(daemon: Daemon) -> 
     ).encode()
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.sendall(head + body.encode())
-        deadline = time.monotonic() + 20
-        while _in_flight(daemon) == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _in_flight(daemon) == 1
-    deadline = time.monotonic() + 30
-    while _in_flight(daemon) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _in_flight(daemon) == 0
+        assert wait_until(lambda: _in_flight(daemon), timeout=20) == 1
+    wait_until(lambda: _in_flight(daemon) == 0, timeout=30, message="the call still runs")
     # It ran its 2 s rather than being withdrawn, and ended without an error.
     finished = _finished(daemon, "slow", 1900)
     assert "error" not in finished and finished["isError"] is False, finished

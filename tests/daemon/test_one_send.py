@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -65,28 +65,39 @@ async def test_close_sends_what_is_pending_first_and_nothing_after() -> None:
     assert inner.writes == [b"HTTP/1.1 400 Bad Request\r\n\r\n"]
 
 
-async def _app(scope: Any, receive: Any, send: Any) -> None:
-    if scope["type"] != "http":
-        return
-    if scope["path"] == "/stream":
-        # Three chunks a little apart: each must reach the client on its own.
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        for i in range(3):
-            await send({"type": "http.response.body", "body": b"chunk%d\n" % i, "more_body": True})
-            await asyncio.sleep(0.05)
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-        return
-    body = b'{"ok":true}'
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"11")]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+App = Callable[[Any, Any, Any], Awaitable[None]]
+
+
+def _app(chunk0_read: threading.Event) -> App:
+    """The test's ASGI app; its ``/stream`` writes the rest only once ``chunk0_read``."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["path"] == "/stream":
+            # The first chunk must reach the client on its own: the rest is written only
+            # once the client has it (bounded: a chunk held back fails the test's read).
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            for i in range(3):
+                chunk = b"chunk%d\n" % i
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if i == 0:
+                    await asyncio.to_thread(chunk0_read.wait, 20)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        body = b'{"ok":true}'
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"11")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
 
 
 @contextmanager
-def _serving() -> Iterator[int]:
+def _serving(app: App) -> Iterator[int]:
     sock = loopback_socket()
     config = uvicorn.Config(
-        _app, lifespan="off", log_config=None, http=OneSendProtocol, ws="none", access_log=False
+        app, lifespan="off", log_config=None, http=OneSendProtocol, ws="none", access_log=False
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -110,7 +121,9 @@ def _read_until(conn: socket.socket, end: bytes) -> bytes:
 
 
 def test_answers_streams_and_refusals_arrive_whole_over_a_real_socket() -> None:
-    with _serving() as port, socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+    chunk0_read = threading.Event()
+    app = _app(chunk0_read)
+    with _serving(app) as port, socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
         for _ in range(3):  # keep-alive: one answer after another on one connection
             conn.sendall(b"GET /json HTTP/1.1\r\nHost: x\r\n\r\n")
             answer = _read_until(conn, b'{"ok":true}')
@@ -118,8 +131,9 @@ def test_answers_streams_and_refusals_arrive_whole_over_a_real_socket() -> None:
         conn.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
         first = _read_until(conn, b"chunk0\n\r\n")  # chunked: the chunk, then CRLF
         assert b"chunk1" not in first  # streamed as written, not held for the end
+        chunk0_read.set()
         assert b"chunk2\n" in _read_until(conn, b"0\r\n\r\n")
-    with _serving() as port, socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+    with _serving(app) as port, socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
         conn.sendall(b"NOT HTTP AT ALL\r\n\r\n")
         refused = _read_until(conn, b"\r\n\r\nInvalid HTTP request received.")
         assert refused.startswith(b"HTTP/1.1 400 Bad Request")

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from support.daemon import Daemon, running_daemon, sdk_entry
+from support.modern import LOG_LEVEL, MODERN, modern_headers, modern_meta
 
-MODERN = "2026-07-28"
 BOTH = "application/json, text/event-stream"
 
 
@@ -111,22 +111,17 @@ def test_legacy_host_gets_progress_and_logs_on_the_call_stream(
 
 @pytest.mark.obligation("S-PROG-1", "S-PROG-2", "S-LOG-4")
 def test_modern_host_gets_progress_and_logs_at_its_level(daemon: Daemon) -> None:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/logLevel": "info",
-        "progressToken": 7,
-    }
-    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "mcpx_call"}
+    meta = modern_meta({}, client=None, **{LOG_LEVEL: "info"}, progressToken=7)
+    headers = modern_headers("tools/call", name="mcpx_call", accept=BOTH)
     frame = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": _slow(meta, steps=3)}
     with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
-        frames = _events(mcp.post("/mcp", json=frame, headers={**headers, "Accept": BOTH}))
+        frames = _events(mcp.post("/mcp", json=frame, headers=headers))
         _check_progress(frames, 7, 3)
         assert any(f.get("method") == "notifications/message" for f in frames)
         assert frames[-1]["result"]["resultType"] == "complete"
         # No logLevel: no log messages (S-LOG-4); progress still comes.
-        del meta["io.modelcontextprotocol/logLevel"]
-        frames = _events(mcp.post("/mcp", json=frame, headers={**headers, "Accept": BOTH}))
+        del meta[LOG_LEVEL]
+        frames = _events(mcp.post("/mcp", json=frame, headers=headers))
         assert not [f for f in frames if f.get("method") == "notifications/message"]
         _check_progress(frames, 7, 3)
 
@@ -152,13 +147,8 @@ def test_sdk_upstreams_progress_and_logs_reach_hosts_of_both_eras(
 ) -> None:
     with httpx.Client(base_url=sdk_daemon.info["url"], timeout=60) as mcp:
         if host == MODERN:
-            meta: dict[str, Any] = {
-                "io.modelcontextprotocol/protocolVersion": MODERN,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/logLevel": "info",
-            }
-            headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call"}
-            headers |= {"Mcp-Name": "mcpx_call", "Accept": BOTH}
+            meta = modern_meta({}, client=None, **{LOG_LEVEL: "info"})
+            headers = modern_headers("tools/call", name="mcpx_call", accept=BOTH)
         else:
             meta = {}
             headers = _session(mcp, host)
@@ -198,13 +188,8 @@ def test_server_everything_progress_reaches_hosts_of_both_eras(
     }
     with httpx.Client(base_url=everything.info["url"], timeout=60) as mcp:
         if rev == MODERN:
-            meta: dict[str, Any] = {
-                "io.modelcontextprotocol/protocolVersion": MODERN,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "progressToken": "ev",
-            }
-            headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call"}
-            headers |= {"Mcp-Name": "mcpx_call", "Accept": BOTH}
+            meta = modern_meta(client=None, progressToken="ev")
+            headers = modern_headers("tools/call", name="mcpx_call", accept=BOTH)
         else:
             headers, meta = _session(mcp, rev), {"progressToken": "ev"}
         params = {"name": "mcpx_call", "arguments": args, "_meta": meta}

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from mcpx.questions import CallsInFlight, more_verbose
-from mcpx.questions._calls_in_flight import LOG_LINES_PER_SECOND
+from mcpx.questions._calls_in_flight import LOG_LINES_PER_SECOND, PROGRESS_INTERVAL
+from support.waiting import wait_until
 
 
 class Host:
@@ -51,15 +52,20 @@ def test_only_forward_rate_limited_final_always_then_nothing() -> None:
             params = {"progressToken": token, "progress": progress, "total": 10}
             return relay.upstream_notified("s", "notifications/progress", params)
 
+        def interval_passed() -> bool:
+            return time.monotonic() - last >= PROGRESS_INTERVAL
+
         assert report(1) == 1
+        last = time.monotonic()  # no earlier than the relayed report
         assert report(1) == 0  # no movement
         assert report(0.5) == 0  # backwards
         assert report(2) == 0  # within 20 ms of the last one
-        time.sleep(0.03)
+        wait_until(interval_passed, interval=0.005)
         assert report(3) == 1
         assert report(10) == 1  # the final one, however soon
-        time.sleep(0.03)
-        assert report(11) == 0  # nothing after the total
+        last = time.monotonic()
+        wait_until(interval_passed, interval=0.005)
+        assert report(11) == 0  # nothing after the total, even once the interval passed
     assert [p["progress"] for _, p in host.got] == [1, 3, 10]
 
 

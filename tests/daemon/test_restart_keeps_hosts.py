@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from support.daemon import Daemon, running_daemon
+from support.modern import modern_meta, modern_params, modern_request
 from support.peers import StdioPeer, stdio_peer
+from support.waiting import wait_until
 
 DEMO = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
 REVISION = "2025-11-25"
@@ -52,14 +53,24 @@ def _restart(daemon: Daemon) -> subprocess.Popen[str]:
 
 
 def _wait_in_flight(daemon: Daemon) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def in_flight() -> bool:
         with daemon.http() as api:
             servers = api.get("/v1/servers").json()["servers"]
-        if any(i.get("inFlight") for s in servers for i in s["instances"]):
-            return
-        time.sleep(0.02)
-    raise AssertionError("the slow call never reached the upstream")
+        return any(i.get("inFlight") for s in servers for i in s["instances"])
+
+    wait_until(in_flight, message="the slow call never reached the upstream")
+
+
+def _stopped_reading(daemon: Daemon) -> bool:
+    """The old daemon has begun its stop for the restart, so it reads its hosts no more:
+    the ``restarting`` marker of `mcpx restart` is taken, and uvicorn logged "Shutting
+    down", which it does only after the daemon's stop hooks (the hand-back) ran. (The
+    marker alone may come and go between two looks.)"""
+    began = any(
+        line.get("logger") == "uvicorn.error" and line["msg"] == "Shutting down"
+        for line in daemon.log_lines()
+    )
+    return began and not (daemon.state / "restarting").exists()
 
 
 def test_a_restart_keeps_a_serve_host_connected_in_its_revision(tmp_path: Path) -> None:
@@ -129,12 +140,7 @@ def test_what_the_host_writes_while_nobody_reads_it_goes_to_the_next_daemon(
                 )
                 _wait_in_flight(daemon)
                 restart = _restart(daemon)
-                marker = daemon.state / "restarting"
-                deadline = time.monotonic() + 30
-                while not marker.exists() and time.monotonic() < deadline:
-                    time.sleep(0.01)  # made by `mcpx restart`...
-                while marker.exists() and time.monotonic() < deadline:
-                    time.sleep(0.01)  # ...and taken by the daemon as it stops reading
+                wait_until(lambda: _stopped_reading(daemon), message="no stop began")
                 host.send(_echo(3, "waited in the pipe"))
                 assert _text(host, 2).startswith("slept 2 s"), "the old daemon's answer"
                 # Read by the old daemon, it would be refused (it takes no new calls once
@@ -148,17 +154,13 @@ def test_what_the_host_writes_while_nobody_reads_it_goes_to_the_next_daemon(
             assert daemon.cli("stop").returncode == 0
 
 
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = modern_meta(client=None)
 
 
 def _listen(host: StdioPeer, rid: str) -> None:
     """Open a listen stream for resource list changes; its acknowledgement came."""
-    params = {"notifications": {"resourcesListChanged": True}, "_meta": META}
-    host.send({"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params})
+    params = {"notifications": {"resourcesListChanged": True}}
+    host.send(modern_request(rid, "subscriptions/listen", params, META))
     acked = host.recv(30)
     assert acked["method"] == "notifications/subscriptions/acknowledged", acked
 
@@ -180,7 +182,7 @@ def test_a_modern_hosts_listen_ends_gracefully_and_it_goes_on_with_the_next_daem
                 assert ended["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "l1"
                 _listen(host, "l2")
                 call = _echo(7, "modern after")
-                call["params"]["_meta"] = META
+                call["params"] = modern_params(call["params"], META)
                 host.send(call)
                 assert _text(host, 7) == "modern after"
         finally:

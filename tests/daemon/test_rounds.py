@@ -8,6 +8,8 @@ daemon sent is checked strictly against 2026-07-28 at teardown.
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,14 +18,12 @@ import httpx
 import pytest
 
 from support.daemon import Daemon, running_daemon, sdk_entry
+from support.modern import modern_headers, modern_meta, modern_params
+from support.waiting import wait_until
 
-MODERN = "2026-07-28"
-HEADERS = {
-    "MCP-Protocol-Version": MODERN,
-    "Mcp-Method": "tools/call",
-    "Mcp-Name": "mcpx_call",
-    "Accept": "application/json, text/event-stream",
-}
+HEADERS = modern_headers(
+    "tools/call", name="mcpx_call", accept="application/json, text/event-stream"
+)
 ANSWER = {"action": "accept", "content": {"answer": "blue"}}
 
 
@@ -36,12 +36,9 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 
 
 def _params(server: str, question: str, caps: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": caps,
-    }
     args = {"server": server, "tool": "ask", "arguments": {"question": question}}
-    return {"name": "mcpx_call", "arguments": args, "_meta": meta, **extra}
+    params = {"name": "mcpx_call", "arguments": args, **extra}
+    return modern_params(params, modern_meta(caps, client=None))
 
 
 def _post(mcp: httpx.Client, params: dict[str, Any], rid: int = 1) -> dict[str, Any]:
@@ -92,6 +89,13 @@ def test_responses_sent_up_front_are_held_until_asked(daemon: Daemon) -> None:
         assert done["resultType"] == "complete" and done["content"][0]["text"] == "blue"
 
 
+def _expiry(state: str) -> float:
+    """When ``state`` expires (wall clock), as its payload says: ``mcpx1.<payload>.<sig>``."""
+    payload = state.removeprefix("mcpx1.").split(".")[0]
+    raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+    return float(json.loads(raw)["e"])
+
+
 def _refusal(reply: dict[str, Any]) -> str:
     error = reply["error"]
     assert error["code"] == -32602, error
@@ -121,7 +125,8 @@ def test_states_that_are_not_for_this_request_are_refused(daemon: Daemon) -> Non
         reply = _post(mcp, {**params, "requestState": "opaque"}, 4)
         assert _refusal(reply) == "malformed"
         # Expired (proto.stateTTL is 3 s here).
-        time.sleep(3.5)
+        expires = _expiry(state)
+        wait_until(lambda: time.time() > expires, timeout=10, interval=0.1)
         reply = _post(mcp, {**params, "inputResponses": answers, "requestState": state}, 5)
         assert _refusal(reply) == "expired"
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import select
 import socket
+import struct
 import subprocess
 import sys
+import termios
 import textwrap
 import threading
 import time
@@ -19,15 +22,12 @@ import pytest
 
 from mcpx.daemon import DaemonPaths
 from support.daemon import Daemon, running_daemon
+from support.modern import MODERN, modern_meta, modern_request
 from support.peers import peer_python
 from support.schemas import FrameLog
+from support.waiting import wait_until
 
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-}
+META = modern_meta(client="t")
 ECHO = {"server": "demo", "tool": "echo", "arguments": {"text": "hi"}}
 
 
@@ -82,7 +82,7 @@ def _mode(daemon: Daemon, pid: int) -> str | None:
     return None
 
 
-def _request(id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+def _request(id_: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     frame: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
     if params is not None:
         frame["params"] = params
@@ -124,8 +124,8 @@ def test_raw_modern_requests(daemon: Daemon, sent_frames: FrameLog, mode: str) -
     answers = _serve(
         daemon,
         [
-            _request(1, "server/discover", {"_meta": META}),
-            _request(2, "tools/call", {"name": "mcpx_call", "arguments": ECHO, "_meta": META}),
+            modern_request(1, "server/discover", meta=META),
+            modern_request(2, "tools/call", {"name": "mcpx_call", "arguments": ECHO}, META),
         ],
         mode,
     )
@@ -281,6 +281,13 @@ def test_daemon_serves_handed_off_pipes(daemon: Daemon) -> None:
     assert answers[0]["result"]["protocolVersion"] == "2025-06-18"
 
 
+def _pipe_full(fd: int) -> bool:
+    """The pipe ``fd`` reads is full: less than PIPE_BUF is free, and a write of up to
+    PIPE_BUF goes in whole or not at all (a longer one fills the pipe)."""
+    held = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+    return bool(held > fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) - select.PIPE_BUF)
+
+
 def test_a_host_that_reads_late_gets_every_answer_whole(daemon: Daemon) -> None:
     """Answers go straight to the host's pipe while it has room; once it is full (the
     host is not reading) the rest wait, and none is cut, lost or doubled. Nor are the
@@ -295,7 +302,8 @@ def test_a_host_that_reads_late_gets_every_answer_whole(daemon: Daemon) -> None:
         pad = "x" * 20  # a longer id: each answer about 50 bytes
         lines = [_request(f"{pad}-{i}", "ping") for i in range(count)]
         os.write(in_w, "".join(json.dumps(x) + "\n" for x in lines).encode())
-        time.sleep(1)  # the pipe fills up meanwhile: nobody reads it
+        # The pipe fills up meanwhile: nobody reads it.
+        wait_until(lambda: _pipe_full(out_r), message="the answers never filled the pipe")
         os.close(in_w)
         answers = [json.loads(x) for x in _read_all(out_r).decode().splitlines()]
     os.close(out_r)
@@ -307,8 +315,8 @@ def test_a_host_that_reads_late_gets_every_answer_whole(daemon: Daemon) -> None:
 def test_a_listen_stream_does_not_hold_the_session_past_eof(daemon: Daemon) -> None:
     """A host's listen stream ends with its input: the session does not wait out
     transport.stdioDrain (30 s here) for a stream that only ends when cancelled."""
-    listen = _request(7, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
-    listen["params"]["_meta"] = META
+    wanted = {"notifications": {"toolsListChanged": True}}
+    listen = modern_request(7, "subscriptions/listen", wanted, META)
     proc = _spawn_serve(daemon)
     try:
         assert proc.stdin is not None and proc.stdout is not None

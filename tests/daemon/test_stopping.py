@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,10 @@ import httpx
 import pytest
 
 from support.daemon import Daemon, legacy_session, running_daemon, sdk_entry
+from support.modern import modern_headers, modern_meta, modern_request
+from support.waiting import wait_until
 
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = modern_meta(client=None)
 STOPPING = "fixture: mcpx is stopping, and tools/call was ended before it finished"
 
 
@@ -93,15 +90,13 @@ def _in_thread(post: Any) -> tuple[threading.Thread, list[httpx.Response]]:
 
 
 def _until_calls_in_flight(daemon: Daemon, count: int) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    def in_flight() -> bool:
         with daemon.http() as api:
             servers = api.get("/v1/servers").json()["servers"]
         instances = next(s for s in servers if s["name"] == "fixture")["instances"]
-        if sum(i["inFlight"] for i in instances) >= count:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{count} calls never were in flight")
+        return bool(sum(i["inFlight"] for i in instances) >= count)
+
+    wait_until(in_flight, timeout=60, message=f"{count} calls never were in flight")
 
 
 def _stop(daemon: Daemon) -> None:
@@ -127,12 +122,11 @@ def test_calls_in_flight_are_answered_with_an_error_when_the_daemon_stops(
     legacy, legacy_got = _in_thread(
         lambda: httpx.post(url + "/mcp", json=_slow(120, 5), headers=headers, timeout=60)
     )
-    modern_headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call"}
-    modern_headers["Mcp-Name"] = "mcpx_call"
-    modern_frame = _slow(120, 7)
-    modern_frame["params"]["_meta"] = META
+    call = _slow(120)["params"]
+    modern_frame = modern_request(7, "tools/call", call, META)
+    modern_head = modern_headers("tools/call", call)
     modern, modern_got = _in_thread(
-        lambda: httpx.post(url + "/mcp", json=modern_frame, headers=modern_headers, timeout=60)
+        lambda: httpx.post(url + "/mcp", json=modern_frame, headers=modern_head, timeout=60)
     )
     _until_calls_in_flight(daemon, 3)
     _stop(daemon)

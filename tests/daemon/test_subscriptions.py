@@ -13,7 +13,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
@@ -22,13 +21,11 @@ import httpx
 import pytest
 
 from support.daemon import Daemon, running_daemon, sdk_entry
+from support.modern import modern_headers, modern_meta, modern_request
 from support.peers import everything_server_command
+from support.waiting import wait_until
 
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = modern_meta(client=None)
 DOC = "demo://resource/static/document/architecture.md"
 WATCHED = f"mcpx://everything/{quote(DOC, safe='')}"
 SUB_ID = "io.modelcontextprotocol/subscriptionId"
@@ -77,13 +74,6 @@ def _subscriptions(daemon: Daemon) -> dict[str, list[str]]:
         return {s["name"]: s["subscriptions"] for s in api.get("/v1/servers").json()["servers"]}
 
 
-def _wait(predicate: Any, limit: float = 20) -> bool:
-    deadline = time.monotonic() + limit
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return bool(predicate())
-
-
 def _collect(lines: Iterator[str], got: list[dict[str, Any]], want: int) -> None:
     for line in lines:
         if line.startswith("data: "):
@@ -119,20 +109,9 @@ def test_both_eras_hear_updates_through_one_upstream_subscription(daemon: Daemon
         assert _subscriptions(daemon)["everything"] == [DOC]
         assert _subscriptions(daemon)["fixture"] == []
 
-        listen = {
-            "jsonrpc": "2.0",
-            "id": 9,
-            "method": "subscriptions/listen",
-            "params": {
-                "notifications": {"resourceSubscriptions": [WATCHED, unowned]},
-                "_meta": META,
-            },
-        }
-        listen_headers = {
-            "MCP-Protocol-Version": MODERN,
-            "Mcp-Method": "subscriptions/listen",
-            "Accept": BOTH,
-        }
+        wanted = {"notifications": {"resourceSubscriptions": [WATCHED, unowned]}}
+        listen = modern_request(9, "subscriptions/listen", wanted, META)
+        listen_headers = modern_headers("subscriptions/listen", accept=BOTH)
         with (
             httpx.Client(base_url=url, timeout=30) as other,
             other.stream("POST", "/mcp", json=listen, headers=listen_headers) as modern,
@@ -166,7 +145,7 @@ def test_both_eras_hear_updates_through_one_upstream_subscription(daemon: Daemon
         }
         unsub = {**sub, "id": 4, "method": "resources/unsubscribe"}
         assert mcp.post("/mcp", json=unsub, headers=headers).json()["result"] == {}
-        assert _wait(lambda: _subscriptions(daemon)["everything"] == [])
+        wait_until(lambda: _subscriptions(daemon)["everything"] == [])
         # The warning said why the other URI gets nothing.
         warned = [
             line for line in daemon.log_lines() if "no updates will be delivered" in line["msg"]
@@ -180,7 +159,7 @@ def test_a_session_that_ends_releases_its_subscriptions(daemon: Daemon) -> None:
         _subscribe(mcp, headers)
         assert _subscriptions(daemon)["everything"] == [DOC]
         assert mcp.delete("/mcp", headers=headers).status_code == 200
-        assert _wait(lambda: _subscriptions(daemon)["everything"] == [])
+        wait_until(lambda: _subscriptions(daemon)["everything"] == [])
 
 
 @pytest.mark.obligation("C-LC-11")
@@ -203,7 +182,7 @@ def test_an_events_stream_naming_a_uri_watches_it_for_its_life(daemon: Daemon) -
         reader.join(timeout=20)
     assert got[1]["kind"] == "resource.updated" and got[1]["uri"] == DOC
     # The stream closed: the subscription is released.
-    assert _wait(lambda: _subscriptions(daemon)["everything"] == [])
+    wait_until(lambda: _subscriptions(daemon)["everything"] == [])
     # A URI nobody can deliver updates for says why, first.
     with (
         daemon.http() as api,
@@ -231,7 +210,7 @@ def test_an_instance_that_dies_holding_subscriptions_is_replaced(daemon: Daemon)
         [before] = pids()
         # The upstream process the daemon started for this test's daemon: ended by its PID.
         os.kill(before, signal.SIGKILL)
-        assert _wait(lambda: bool(pids()) and pids()[0] != before, limit=30)
+        wait_until(lambda: bool(pids()) and pids()[0] != before)
         assert _subscriptions(daemon)["everything"] == [DOC]
         # The new instance was given the subscription: its updates reach the session.
         done = daemon.cli("call", "everything", "toggle-subscriber-updates")

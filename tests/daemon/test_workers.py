@@ -35,14 +35,14 @@ async def test_calls_run_concurrently_and_finished_tasks_are_reused() -> None:
             workers = Workers(tg, spare=8)
             for n in range(3):
                 workers.start_soon(call, n)
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             assert sorted(running) == [0, 1, 2]  # none waited behind another
             release.set()
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             first = set(tasks)
             for n in range(3, 6):
                 workers.start_soon(call, n)
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             assert sorted(running) == list(range(6))
             assert set(tasks[3:]) <= first  # the three waiting tasks took them
             workers.close()
@@ -62,12 +62,12 @@ async def test_no_more_than_spare_tasks_wait() -> None:
             workers = Workers(tg, spare=2)
             for _ in range(5):
                 workers.start_soon(call)
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             release.set()
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             for _ in range(5):
                 workers.start_soon(call)
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             workers.close()
     reused = set(tasks[5:]) & set(tasks[:5])
     assert len(reused) == 2  # two waited; the other three ended
@@ -85,7 +85,7 @@ async def test_close_lets_the_task_group_end_and_later_calls_still_run() -> None
         async with anyio.create_task_group() as tg:
             workers = Workers(tg)
             workers.start_soon(call, "before")
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             workers.close()
             workers.start_soon(call, "after")
     assert done == ["before", "after"]
@@ -106,10 +106,10 @@ async def test_a_call_started_while_another_task_is_waking_is_not_queued_behind_
         async with anyio.create_task_group() as tg:
             workers = Workers(tg)
             workers.start_soon(call, "warm")
-            await anyio.sleep(0.01)  # its task now waits
+            await anyio.wait_all_tasks_blocked()  # its task now waits
             workers.start_soon(call, "a")
             workers.start_soon(call, "b")
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()
             assert sorted(running) == ["a", "b", "warm"]
             release.set()
             workers.close()

@@ -86,7 +86,7 @@ def test_without_polling_the_silent_change_goes_unseen(quiet: Daemon) -> None:
     # polling of the test above can have seen the change.
     assert _prompt_names(quiet) == ["first"]
     _call(quiet, "add_prompt")
-    time.sleep(1.5)
+    time.sleep(1.5)  # five times the 300 ms the test above polls at: a poll would show it
     assert _prompt_names(quiet) == ["first"]
 
 

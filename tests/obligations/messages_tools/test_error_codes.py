@@ -157,7 +157,7 @@ def _modern(host: Any, rid: int, method: str, params: dict[str, Any]) -> Any:
     return host.request(rid, method, modern_params(params), timeout=60)
 
 
-@pytest.mark.obligation("S-ERR-3", "S-ERR-4")
+@pytest.mark.obligation("S-ERR-3", "S-ERR-4", "S-RES-10", "C-ERR-1")
 def test_a_2026_host_gets_only_codes_its_revision_defines(
     daemon: Daemon, sent_frames: FrameLog
 ) -> None:

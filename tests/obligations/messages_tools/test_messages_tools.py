@@ -701,7 +701,7 @@ def test_unknown_tools_are_protocol_errors_and_bad_input_is_a_tool_error(http: A
 # -- S-ERR: error codes at 2026-07-28 ----------------------------------------------------
 
 
-@pytest.mark.obligation("S-ERR-2", "S-ERR-5", "S-ERR-7")
+@pytest.mark.obligation("S-ERR-2", "S-ERR-5", "S-ERR-7", "S-RES-10", "C-ERR-1")
 def test_mcpx_own_errors_at_2026_use_only_the_defined_codes(http: Any) -> None:
     host = http(MODERN)
     codes: list[int] = []
