@@ -2,11 +2,14 @@
 
 The daemon answers plain JSON when nothing was relayed, else ndjson lines: each
 ``{"notification": …}`` then the body the JSON would have had. stdout only ever gets
-the result; progress and log lines go to stderr, the bar only on a terminal.
+the result; progress and log lines go to stderr, the bar only on a terminal. A stream
+that ends before its body (the daemon went away: killed, crashed) ends the command as
+``DaemonClient.answering`` says, as a connection that ends before any answer does.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import sys
 from typing import Any
@@ -66,12 +69,15 @@ def streamed_call(client: DaemonClient, method: str, path: str, body: Any) -> Re
     client.ensure()
     headers = {"Accept": f"application/json, {_NDJSON}", "Mcpx-Questions": "return"}
     bar = _Bar()
-    with client.http().stream(method, path, json_body=body, headers=headers) as response:
+    stream = client.http().stream(method, path, json_body=body, headers=headers)
+    with client.answering(), stream as response:
         try:
             if _NDJSON not in (response.getheader("content-type") or ""):
                 return Reply(response.status, response.read().decode("utf-8", "replace"))
             last = ""
             for raw in response:
+                if not raw.endswith(b"\n"):  # every line ends so: this one was cut off
+                    raise http.client.IncompleteRead(raw)
                 line = raw.decode("utf-8", "replace").strip()
                 if not line:
                     continue
@@ -84,9 +90,19 @@ def streamed_call(client: DaemonClient, method: str, path: str, body: Any) -> Re
                     bar.update(note.get("params") or {})
                 elif note.get("method") == "notifications/message":
                     _log(note.get("params") or {})
-            return Reply(response.status, last)
+            if not last:  # the stream ended before its body: the daemon went away
+                raise http.client.IncompleteRead(b"")
+            return Reply(_status_of(last, response.status), last)
         finally:
             bar.close()
+
+
+def _status_of(last: str, streamed: int) -> int:
+    # A stream went out as 200 before the answer was known; an answer that would not have
+    # been 200 (an error, a call parked on a question) says its status itself.
+    doc = json.loads(last)
+    status = doc.get("status") if isinstance(doc, dict) else None
+    return status if isinstance(status, int) and not isinstance(status, bool) else streamed
 
 
 def parked(doc: dict[str, Any]) -> None:

@@ -9,11 +9,16 @@ What a daemon started so says on its stderr while it starts (a warning, or why i
 refused to start) reaches the command's stderr: it is written to
 ``<state>/daemon.stderr`` (a file, not a pipe: the daemon outlives the command, and a
 pipe nobody reads would fail its later writes) and shown once the daemon is up or gone.
+
+A daemon that goes away before it answers (killed, crashed: the connection ends with no
+whole answer) ends the command with one line saying so and ``EX_DAEMON_GONE`` (6), as an
+error reply ends it (``_views.fail_reply``); never a traceback.
 """
 
 from __future__ import annotations
 
 import fcntl
+import http.client
 import json
 import os
 import signal
@@ -21,6 +26,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +39,9 @@ from mcpx.daemon import DaemonPaths, demo_server
 from ._context import Loaded, load_settings, settings_options
 from ._http import Reply, UnixHttp
 
-__all__ = ["DaemonClient", "alive", "daemon_commands", "servers_for"]
+__all__ = ["EX_DAEMON_GONE", "DaemonClient", "alive", "daemon_commands", "servers_for"]
+
+EX_DAEMON_GONE = 6  # the daemon went away before answering (killed, crashed)
 
 
 def servers_for(loaded: Loaded) -> dict[str, ServerConfig]:
@@ -131,10 +140,33 @@ class DaemonClient:
         _echo_stderr(said)
         raise click.ClickException(f"the daemon did not come up; see {self.paths.log}")
 
-    def call(self, method: str, path: str, **kw: Any) -> Reply:
+    def call(self, method: str, path: str, *, task: str | None = None, **kw: Any) -> Reply:
+        """One exchange with the daemon (started if needed); ``task``: the task it is
+        about, named if the daemon goes away before answering."""
         self.ensure()
-        with _Progress(f"{method} {path}"):
+        with self.answering(task), _Progress(f"{method} {path}"):
             return self.http().request(method, path, **kw)
+
+    @contextmanager
+    def answering(self, task: str | None = None) -> Iterator[None]:
+        """Waiting for the daemon's answer (it ran on entry): a connection that fails or
+        ends before a whole answer means the daemon went away. Said in one line on
+        stderr, naming ``task`` if the call is one, and the command ends with
+        ``EX_DAEMON_GONE``."""
+        info = self.info()
+        pid = int(info["pid"]) if info else None
+        try:
+            yield
+        except (OSError, http.client.HTTPException):
+            who = "the daemon" if pid is None else f"the daemon (pid {pid})"
+            said = f"mcpx: {who} went away before answering"
+            if task is not None:
+                said += (
+                    f" about task {task}; once a daemon runs again, "
+                    f"`mcpx task show {task}` says how the task ended"
+                )
+            click.echo(said, err=True)
+            raise SystemExit(EX_DAEMON_GONE) from None
 
     def stop(self, *, restart: bool = False) -> int | None:
         """Stop the daemon, if it runs; its pid. For a ``restart``, the ``mcpx serve``

@@ -33,7 +33,9 @@ def task_group() -> None:
 def result(task_id: str, wait: float, as_json: bool, **params: object) -> None:
     """Wait for a task's end and print its result as ``mcpx call`` would."""
     client = DaemonClient(load_settings(params))
-    response = client.call("GET", f"/v1/tasks/{task_id}/result", params={"wait": wait})
+    response = client.call(
+        "GET", f"/v1/tasks/{task_id}/result", task=task_id, params={"wait": wait}
+    )
     if response.status_code >= 400:
         fail_reply(response)
     if response.status_code == 202:
@@ -50,7 +52,7 @@ def result(task_id: str, wait: float, as_json: bool, **params: object) -> None:
 def show(task_id: str, **params: object) -> None:
     """A task's status (and its outcome once it ended), as JSON."""
     client = DaemonClient(load_settings(params))
-    response = client.call("GET", f"/v1/tasks/{task_id}")
+    response = client.call("GET", f"/v1/tasks/{task_id}", task=task_id)
     if response.status_code >= 400:
         fail_reply(response)
     click.echo(json.dumps(response.json(), indent=2, ensure_ascii=False))

@@ -134,7 +134,9 @@ def _relayed(
     """The answer of a call whose caller takes an ndjson stream (``Accept`` names it).
 
     Plain JSON if nothing was relayed before the answer; otherwise ndjson lines, each
-    ``{"notification": {method, params}}``, then the very body the JSON would have had.
+    ``{"notification": {method, params}}``, then the very body the JSON would have had,
+    with ``"status"`` added when its HTTP status would not have been 200 (the stream's
+    own status went out as 200 before the answer was known).
     """
     status = [200]
     level = request.headers.get("x-mcpx-log-level", "info")
@@ -148,14 +150,13 @@ def _relayed(
         relaying = replace(ctx, notify=notify, caller_meta={"progressToken": "v1"}, log_level=level)
         try:
             out = await run_operation(op, relaying, args)
-            if isinstance(out, Status):
-                status[0] = out.status
-                return out.body
-            answer_body: dict[str, Any] = out
-            return answer_body
         except OpError as exc:
-            status[0] = exc.status
-            return exc.body()
+            status[0], body = exc.status, exc.body()
+        else:
+            status[0], body = (out.status, out.body) if isinstance(out, Status) else (200, out)
+        if status[0] != 200 and answer.streamed:
+            return {**body, "status": status[0]}
+        return body
 
     return PostAnswer(
         run,

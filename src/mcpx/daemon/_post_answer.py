@@ -110,6 +110,12 @@ class PostAnswer:
         self.disconnected = False
         self.dropped = 0
 
+    @property
+    def streamed(self) -> bool:
+        """Whether the answer goes out on a stream: something was streamed, or waits to
+        be. Settled once ``run`` returns (nothing emits after it)."""
+        return self.streaming or bool(self._pending)
+
     def emit(self, frame: wire.Frame) -> None:
         """Send ``frame`` to the client now, on the request's own stream.
 
