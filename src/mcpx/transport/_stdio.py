@@ -1,7 +1,9 @@
 """The stdio transport: an upstream server as a child process, one JSON frame per line.
 
 ``open_stdio`` spawns the server in its own process group and yields a ``StdioTransport``;
-leaving the context always ends the whole group and reaps the process.
+leaving the context always ends the whole group and reaps the process. On Linux the server
+is also tied to this process: if it dies without leaving the context (``kill -9``), the
+kernel kills the server (``_parent_death``).
 
 Invariants:
 
@@ -21,15 +23,17 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ByteReceiveStream
 
 from mcpx.wire import RequestId, dumps
 
@@ -37,6 +41,7 @@ from ._base import MAX_FRAME_BYTES, Inbound, TransportClosed
 from ._frames import BadFrame, parse_frames, snippet
 from ._inbox import Inbox
 from ._lines import LineSplitter
+from ._parent_death import die_with_parent
 from ._pipes import PipeReceiveStream, PipeSendStream
 
 __all__ = ["STDERR_TAIL", "StdioTransport", "open_stdio"]
@@ -56,9 +61,10 @@ class StdioTransport:
 
     def __init__(
         self,
-        process: Process,
+        process: asyncio.subprocess.Process,
         stdin: PipeSendStream,
         stdout: PipeReceiveStream,
+        stderr: PipeReceiveStream,
         command: str,
         on_stderr: Callable[[str], None],
         max_frame: int,
@@ -66,6 +72,7 @@ class StdioTransport:
         self._process = process
         self._stdin = stdin
         self._stdout = stdout
+        self._stderr = stderr
         self._command = command
         self._on_stderr = on_stderr
         self._max_frame = max_frame
@@ -194,8 +201,7 @@ class StdioTransport:
         return None
 
     async def _pump_stderr(self) -> None:
-        stderr = self._process.stderr
-        assert stderr is not None
+        stderr = self._stderr
         splitter = LineSplitter(_STDERR_LINE_MAX, truncate=True)
         try:
             while chunk := await _read_chunk(stderr):
@@ -271,16 +277,11 @@ class StdioTransport:
 
     async def _release(self) -> None:
         self._inbox.discard()
+        # Our ends of the pipes. The process needs nothing more: the loop reaps it when it
+        # exits (it already has, unless it is stuck in the kernel).
         self._stdin.close()
         self._stdout.close()
-        if self._exited.is_set():
-            # Closes stderr and returns at once: already reaped.
-            await self._process.aclose()
-            return
-        stderr = self._process.stderr  # stuck in the kernel
-        if stderr is not None:
-            with contextlib.suppress(Exception):
-                await stderr.aclose()
+        self._stderr.close()
 
 
 async def _read_chunk(stream: ByteReceiveStream) -> bytes:
@@ -310,36 +311,49 @@ async def open_stdio(
 
     Raises:
         TransportClosed: the command could not be started (not found, not executable,
-            bad ``cwd``); the OS error is chained.
+            bad ``cwd``, or it could not be tied to this process); the error is chained.
     """
-    # The child's stdin and stdout are pipes of our own, read and written directly
-    # (``_pipes``): cheaper per frame than the loop's subprocess streams.
+    # The child's stdin, stdout and stderr are pipes of our own, read and written directly
+    # (``_pipes``): cheaper per frame than the loop's subprocess streams. With no pipe of
+    # the loop's, its process object also sees the exit at once, whoever holds the pipes.
     child_in, our_in = os.pipe()
     our_out, child_out = os.pipe()
-    stdin, stdout = PipeSendStream(our_in), PipeReceiveStream(our_out)
+    our_err, child_err = os.pipe()
+    stdin = PipeSendStream(our_in)
+    stdout, stderr = PipeReceiveStream(our_out), PipeReceiveStream(our_err)
     try:
         try:
             # Ready before the child exists, so that nothing can fail once it runs.
             stdin.start()
             await stdout.start()
-            process = await anyio.open_process(
-                [command, *args],
+            await stderr.start()
+            # asyncio's rather than anyio.open_process, which takes no preexec_fn. The fork
+            # happens here, in the event loop's thread, which lives as long as the daemon:
+            # the parent-death signal is tied to the thread that forked (_parent_death).
+            process = await asyncio.create_subprocess_exec(
+                command,
+                *args,
                 stdin=child_in,
                 stdout=child_out,
+                stderr=child_err,
                 env={**os.environ, **(env or {})},
                 cwd=cwd,
                 start_new_session=True,
+                preexec_fn=die_with_parent(),
             )
         finally:
-            os.close(child_in)  # the child has its own copies now (or none: not started)
-            os.close(child_out)
+            for fd in (child_in, child_out, child_err):
+                os.close(fd)  # the child has its own copies now (or none: not started)
     except BaseException as exc:
         stdin.close()
         stdout.close()
+        stderr.close()
         if isinstance(exc, OSError):
             raise TransportClosed(f"cannot start {command}: {exc.strerror or exc}") from exc
+        if isinstance(exc, subprocess.SubprocessError):  # preexec_fn failed in the child
+            raise TransportClosed(f"cannot start {command}: {exc.__cause__ or exc}") from exc
         raise
-    transport = StdioTransport(process, stdin, stdout, command, on_stderr, max_frame)
+    transport = StdioTransport(process, stdin, stdout, stderr, command, on_stderr, max_frame)
     body_error: Exception | None = None
     try:
         async with anyio.create_task_group() as tg:
