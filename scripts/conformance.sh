@@ -13,7 +13,9 @@
 #
 # Through mcpx each run is held to tests/conformance/expected-failures/<leg>-<revision>.yml:
 # a scenario failing that is not listed fails the run, and so does a listed one that passes
-# (the lists may only shrink). Ends with one table: leg, revision, passed/required, failures.
+# (the lists may only shrink). The scenarios the suite runs but does not score are held the
+# same way to expected-failures/unscored.yml. Ends with one table: leg, revision,
+# passed/required, failures.
 # Results (checks.json per scenario, the suite's output) stay in .tooling/conformance/.
 # Everything listens on 127.0.0.1 only; every process started here is ended by its PID.
 set -euo pipefail
@@ -113,8 +115,10 @@ run_leg() { # leg revision baseline-file|"" target... (the --url or --command ar
   echo "== $leg leg, $revision" >&2
   "${argv[@]}" >"$dir.log" 2>&1 || rc=$?
   [ "$rc" -eq 0 ] || FAILED=1
+  local unscored=""
+  if [ -n "$baseline" ]; then unscored="$EXPECTED/unscored.yml"; fi
   python - "$leg" "$revision" "$rc" "$dir" "$SUITE/requirements/$revision.yaml" \
-    "$baseline" >>"$ROWS" <<'EOF'
+    "$baseline" "$unscored" >>"$ROWS" <<'EOF' || FAILED=1
 """One table row: of the scenarios this revision requires of this leg, how many passed, and
 which did not ("*": not in the expected-failures file). A scenario passes when its
 checks.json has no FAILURE and no WARNING: the suite's own baseline check counts a WARNING
@@ -124,7 +128,7 @@ import re
 import sys
 from pathlib import Path
 
-leg, revision, rc, out, requirements, baseline = sys.argv[1:]
+leg, revision, rc, out, requirements, baseline, unscored_file = sys.argv[1:]
 
 
 def listed(path: str, key: str) -> list[str]:
@@ -154,13 +158,27 @@ stale = log[log.find("Stale baseline") :] if "Stale baseline" in log else ""
 verdict = "ok" if rc == "0" else f"FAILED (exit {rc})"
 details = "failing: " + (", ".join(failures) or "none")
 unscored = [name for name in verdicts if name not in required]  # extension, pending, ...
+regressed: list[str] = []
 if unscored:
     bad = sum(not verdicts[name] for name in unscored)
     details += f"; not scored: {bad} of {len(unscored)} failing"
+if unscored_file:
+    # Unscored scenarios are held to their own list, which may only shrink.
+    known = set(listed(unscored_file, f"{leg}-{revision}"))
+    regressed = [s for s in unscored if not verdicts[s] and s not in known]
+    fixed = sorted(s for s in known if verdicts.get(s))
+    if regressed:
+        details += "; NOT SCORED BUT FAILING, not expected: " + ", ".join(sorted(regressed))
+    if fixed:
+        details += "; not scored, passing but listed in unscored.yml: " + ", ".join(fixed)
+        regressed += fixed
 if stale:
     details += "; passing but listed: " + ", ".join(re.findall(r"^\s+✓ (\S+)$", stale, re.M))
 count = f"{len(required) - len(failures)}/{len(required)}"
+if regressed and verdict == "ok":
+    verdict = "FAILED (unscored)"
 print("\t".join([leg, revision, count, verdict, details]))
+sys.exit(1 if regressed else 0)
 EOF
 }
 

@@ -1,6 +1,8 @@
 """When the daemon goes away (issue 27): ``kill -9`` while commands wait on it ends each
-with one line on stderr saying so and exit 6, never a traceback; ``mcpx stop`` returns
-only once the daemon's process is gone.
+with one line on stderr saying so and exit 6, never a traceback; the next command starts
+a daemon afresh, with the task saying how it ended and the question still answerable, and
+no upstream outlives the killed daemon. ``mcpx stop`` returns only once the daemon's
+process is gone, and a call it ends mid-stream exits with the daemon's word (5).
 
 A real daemon, real CLI processes. Its upstreams: the gauge (``tests/fixtures/
 gauge_server.py``: ``hold`` waits at a gate, so a call answers with plain JSON that never
@@ -14,6 +16,7 @@ daemon reports the calls running (and the CLI shows what proves it got that far)
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import re
@@ -230,3 +233,49 @@ def test_a_streamed_call_stopped_by_mcpx_stop_fails_with_the_daemons_word(daemon
     assert code == 5, (code, shown)  # 503: the daemon is stopping (the README's 5)
     assert "Traceback" not in shown, shown
     assert re.search(r"mcpx: demo answered with an error: .*mcpx is stopping", shown), shown
+
+
+def upstream_pids(daemon: Daemon) -> list[int]:
+    """The pids of the upstreams the daemon runs now."""
+    with daemon.http() as api:
+        servers = api.get("/v1/servers").json()["servers"]
+    return [i["pid"] for s in servers for i in s["instances"] if i.get("pid")]
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` ended (a zombie waiting for its reaper counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_after_a_kill_the_next_command_starts_afresh_with_what_was_stored(daemon: Daemon) -> None:
+    asked = daemon.cli("call", "sdk", "ask", "question=deploy now?")
+    assert asked.returncode == EX_TEMPFAIL, asked.stderr
+    task = re.search(r"mcpx task result (\w+)", asked.stderr)
+    question = re.search(r"mcpx elicit answer (\S+)", asked.stderr)
+    assert task and question, asked.stderr
+    upstreams = upstream_pids(daemon)
+    assert upstreams, "the sdk upstream runs, waiting for its answer"
+    killed = kill(daemon)
+    # No upstream outlives its daemon (transport/_parent_death).
+    for pid in upstreams:
+        wait_until(lambda pid=pid: gone(pid), timeout=WAIT, message=f"upstream {pid} lives on")
+    try:
+        # The next command finds the dead daemon's socket and daemon.json, starts a new
+        # daemon, and the task says how it ended.
+        shown = daemon.cli("task", "show", task[1])
+        assert shown.returncode == 0, shown.stderr
+        assert "mcpx: started the daemon" in shown.stderr, shown.stderr
+        record = json.loads(shown.stdout)
+        assert record["status"] == "failed", record
+        assert record["error"]["message"].startswith("mcpx stopped before the call finished")
+        # The question is still there, and can be answered (for when the server asks again).
+        answered = daemon.cli("elicit", "answer", question[1], "answer=yes")
+        assert answered.returncode == 0, answered.stderr
+        assert f"answered {question[1]}" in answered.stdout, answered.stdout
+    finally:
+        stopped = daemon.cli("stop")
+    assert stopped.returncode == 0 and f"(pid {killed})" not in stopped.stdout, stopped

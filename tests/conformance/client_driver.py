@@ -64,6 +64,12 @@ async def exercise(session: Session, scenario: str, context: dict[str, Any]) -> 
     if scenario == "elicitation-sep1034-client-defaults":
         await session.call_tool("test_client_elicitation_defaults", {})
         return
+    if scenario == "json-schema-2020-12-preservation":
+        # The focal tool's inputSchema, as mcpx's client received it, echoed back verbatim:
+        # the scenario checks that its 2020-12 keywords came through intact.
+        focal = next(t for t in tools if t["name"] == "json_schema_2020_12_tool")
+        await session.call_tool("json_schema_echo", {"schema": focal["inputSchema"]})
+        return
     calls = context.get("toolCalls")
     if calls:
         for call in calls:

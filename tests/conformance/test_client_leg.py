@@ -45,9 +45,16 @@ def run_client_leg(revision: str, out: Path) -> subprocess.CompletedProcess[str]
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900, check=False)
 
 
-# The required non-auth scenarios of each frozen set: each must be run and pass.
+# The required non-auth scenarios of each frozen set: each must be run and pass; and the
+# unscored one mcpx passes too (its 2020-12 schema keywords kept intact, SEP-1613/2106).
 REQUIRED = {
-    "2025-11-25": ["initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"],
+    "2025-11-25": [
+        "initialize",
+        "tools_call",
+        "elicitation-sep1034-client-defaults",
+        "sse-retry",
+        "json-schema-2020-12-preservation",
+    ],
     "2026-07-28": [
         "tools_call",
         "request-metadata",
@@ -56,6 +63,7 @@ REQUIRED = {
         "http-custom-headers",
         "http-invalid-tool-headers",
         "json-schema-ref-no-deref",
+        "json-schema-2020-12-preservation",
     ],
 }
 
