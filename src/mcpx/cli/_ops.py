@@ -6,9 +6,9 @@ raw response. ``mcpx call SERVER TOOL key=value … [--args JSON]`` adds
 argument parsing by the tool's own input schema. A streamed operation
 (``mcpx events``) prints what it gets as it comes (``_events``). Exit codes:
 0 success, 1 a tool reported an error (isError), 2 usage, 4 unknown name,
-5 upstream failed, 6 the daemon went away before answering, 75 the call stopped on a
-question nobody present can answer (it goes on as a task: ``mcpx task result ID``
-collects it).
+5 upstream failed, 6 the daemon went away before answering, 7 its state dir is full,
+75 the call stopped on a question nobody present can answer (it goes on as a task:
+``mcpx task result ID`` collects it).
 """
 
 from __future__ import annotations

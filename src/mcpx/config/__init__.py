@@ -56,7 +56,7 @@ from ._setting import (
     env_name,
     flag_name,
 )
-from ._state_db import open_state_db
+from ._state_db import StateDiskFull, open_state_db
 
 __all__ = [
     "AUTH_TYPES",
@@ -92,6 +92,7 @@ __all__ = [
     "Setting",
     "SettingError",
     "Settings",
+    "StateDiskFull",
     "StringKind",
     "StringListKind",
     "UnknownSettingError",

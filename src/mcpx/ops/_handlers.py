@@ -11,10 +11,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from mcpx.config import StateDiskFull
+
 from . import _handle_calls as calls
 from . import _handle_events as events
 from . import _handle_listings as listings
 from . import _handle_questions as questions
+from ._errors import OpError
 from ._table import Handler, Operation
 
 if TYPE_CHECKING:
@@ -49,5 +52,12 @@ HANDLERS: Final[Mapping[str, Handler]] = MappingProxyType(
 
 
 async def run_operation(op: Operation, ctx: OpContext, args: dict[str, Any]) -> Any:
-    """``op``'s handler on ``args`` (already validated against its input schema)."""
-    return await HANDLERS[op.handler](ctx, args)
+    """``op``'s handler on ``args`` (already validated against its input schema).
+
+    A write the state dir's disk has no room for is 507, naming the state dir.
+    """
+    try:
+        return await HANDLERS[op.handler](ctx, args)
+    except StateDiskFull as exc:
+        details = {"stateDir": str(exc.path.parent)}
+        raise OpError(507, "insufficient_storage", str(exc), details) from exc

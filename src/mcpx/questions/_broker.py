@@ -323,7 +323,8 @@ class Broker:
         try:
             yield self._db
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite may have rolled back already (disk full)
+                self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
 

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mcpx import spec
 from mcpx.client import QuestionOrigin
-from mcpx.config import SETTINGS
-from mcpx.wire import McpError, MethodNotFound
+from mcpx.config import SETTINGS, StateDiskFull
+from mcpx.wire import InternalError, McpError, MethodNotFound
 
 from ._answers import exposable_roots
 from ._broker import Broker
@@ -109,9 +109,12 @@ class QuestionRouter:
     async def _brokered(
         self, method: str, shown: dict[str, Any], asked: QuestionOrigin
     ) -> dict[str, Any]:
-        question = self._broker.ask(
-            asked.server, method, shown, identity=None, routing="broker: no host could be asked"
-        )
+        try:
+            question = self._broker.ask(
+                asked.server, method, shown, identity=None, routing="broker: no host could be asked"
+            )
+        except StateDiskFull as exc:  # logged where it happened; the server is told why
+            raise InternalError(f"mcpx could not keep the question: {exc}") from exc
         log.info("%s asked %s; held by the broker as %s", asked.server, method, question.id)
         # Every caller waiting on the server hears of it: any of them may be the one.
         # (One taken over from before a restart may have its answer already.)

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Final
 
-from mcpx.config import open_state_db
+from mcpx.config import StateDiskFull, open_state_db
 
 __all__ = ["TaskRecords"]
 
@@ -75,7 +76,15 @@ class TaskRecords:
         )
 
     def finished(self, task: JSON) -> None:
-        """``task`` as ``Task.as_json`` shows it, once it ended."""
+        """``task`` as ``Task.as_json`` shows it, once it ended.
+
+        On a full disk the outcome stays in memory only (the log says the disk is full):
+        the row stays unfinished, and the next daemon says the call's result was lost.
+        """
+        with suppress(StateDiskFull):
+            self._finish(task)
+
+    def _finish(self, task: JSON) -> None:
         self._db.execute(
             "UPDATE tasks SET status = ?, finished = ?, result = ?, error = ?, questions = ? "
             "WHERE id = ?",

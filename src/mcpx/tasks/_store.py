@@ -236,11 +236,11 @@ class Tasks:
                 "retry once one has finished"
             )
         task = Task(secrets.token_hex(8), server, what)
+        records = self._records if durable else None
+        if records is not None:  # first: a task that cannot be recorded is not started
+            records.started(task.id, server, what, task.created)
         self._tasks[task.id] = task
         self._running += 1
-        records = self._records if durable else None
-        if records is not None:
-            records.started(task.id, server, what, task.created)
         self._group.start_soon(self._run, task, run, records, name=f"mcpx task {task.id}")
         return task
 
