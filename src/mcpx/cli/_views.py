@@ -17,7 +17,7 @@ from ._http import Reply
 
 __all__ = ["fail_reply", "show_response"]
 
-_EXIT = {400: 2, 404: 4, 413: 2, 502: 5, 503: 5, 504: 5}  # 413: an argument too large
+_EXIT = {400: 2, 404: 4, 413: 2, 502: 5, 503: 5, 504: 5, 507: 7}  # 413: an argument too large
 
 
 def fail_reply(response: Reply) -> NoReturn:
