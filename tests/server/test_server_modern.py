@@ -243,3 +243,91 @@ def test_encoded_strings_always_match(text: str) -> None:
 def test_integers_match_numerically(n: int) -> None:
     check_headers({**base(), "Mcp-Param-Limit": str(n)}, call(limit=n), tool_input_schema=SCHEMA)
     check_headers({**base(), "Mcp-Param-Limit": f"{n}.0"}, call(limit=n), tool_input_schema=SCHEMA)
+
+
+# RFC 9110 §5.5: whitespace (SP, HTAB) around a field value is not part of it, so it is
+# dropped from every mirrored header before the value is decoded and compared.
+PADDED_OK_CASES: list[tuple[str, dict[str, str], dict[str, Any]]] = [
+    ("version", {**base(), "MCP-Protocol-Version": " 2026-07-28\t"}, call()),
+    ("method", base(" \ttools/call  "), call()),
+    ("name", base(name="  run \t"), call()),
+    ("name, only after", base(name="run\t\t"), call()),
+    ("base64 name", base(name="\t" + b64("wetter-für-köln") + " "), call("wetter-für-köln")),
+    ("param", {**base(), "Mcp-Param-Region": " us-west1\t"}, call(region="us-west1")),
+    (
+        "base64 param keeps its own spaces",
+        {**base(), "Mcp-Param-Region": "  " + b64(" padded ") + "\t"},
+        call(region=" padded "),
+    ),
+    ("integer", {**base(), "Mcp-Param-Limit": " 42 "}, call(limit=42)),
+    ("boolean", {**base(), "Mcp-Param-Dry": "\ttrue "}, call(dry=True)),
+    ("nested", {**base(), "Mcp-Param-Tier": " gold "}, call(opts={"tier": "gold"})),
+    ("lowercase names", {k.lower(): f" {v} " for k, v in base().items()}, call()),
+]
+
+
+@pytest.mark.obligation("S-HTTP-37", "S-HTTP-38", "S-HTTP-39")
+@pytest.mark.parametrize(
+    ("headers", "frame"), [c[1:] for c in PADDED_OK_CASES], ids=[c[0] for c in PADDED_OK_CASES]
+)
+def test_check_headers_ignores_whitespace_around_values(
+    headers: dict[str, str], frame: dict[str, Any]
+) -> None:
+    check_headers(headers, frame, tool_input_schema=SCHEMA)
+
+
+PADDED_BAD_CASES: list[tuple[str, dict[str, str], dict[str, Any], str]] = [
+    ("version", {**base(), "MCP-Protocol-Version": " 2025-11-25 "}, call(), "MCP-Protocol-Version"),
+    ("method", base(" tools/list "), call(), "Mcp-Method header value 'tools/list'"),
+    (
+        "name",
+        base(name="  runs \t"),
+        call("run"),
+        "Mcp-Name header value 'runs' does not match body value 'run'",
+    ),
+    ("space inside", base(name=" r un "), call("run"), "Mcp-Name header value 'r un'"),
+    ("only whitespace", base(name=" \t "), call("run"), "Mcp-Name header value ''"),
+    # Padding is never part of a value: a body value's own spaces need Base64.
+    ("body's own padding", base(name=" run "), call(" run "), "Mcp-Name header value 'run'"),
+    ("tab inside", {**base(), "Mcp-Param-Region": "us\twest"}, call(region="us west"), "Region"),
+    ("param", {**base(), "Mcp-Param-Region": " eu "}, call(region="us"), "value 'eu'"),
+    # What is inside the sentinel is not padding.
+    (
+        "space inside base64",
+        {**base(), "Mcp-Param-Region": " =?base64? dXM= ?= "},
+        call(region="us"),
+        "Mcp-Param-Region header is invalid",
+    ),
+    ("number", {**base(), "Mcp-Param-Limit": " 43 "}, call(limit=42), "Mcp-Param-Limit"),
+    # Only SP and HTAB are optional whitespace.
+    ("vertical tab", base(name="run\x0b"), call(), "Mcp-Name header is invalid"),
+    ("no-break space", base(name="\xa0run"), call(), "Mcp-Name header is invalid"),
+    ("newline", {**base(), "Mcp-Param-Region": "us\n"}, call(region="us"), "is invalid"),
+]
+
+
+@pytest.mark.obligation("S-HTTP-38", "S-HTTP-39", "S-HTTP-40")
+@pytest.mark.parametrize(
+    ("headers", "frame", "says"),
+    [c[1:] for c in PADDED_BAD_CASES],
+    ids=[c[0] for c in PADDED_BAD_CASES],
+)
+def test_check_headers_compares_what_is_inside_the_whitespace(
+    headers: dict[str, str], frame: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(HeaderMismatch) as info:
+        check_headers(headers, frame, tool_input_schema=SCHEMA)
+    assert info.value.code == -32020
+    assert says in info.value.message
+
+
+# S-HTTP-39: whatever the client encodes, padded by anyone on the way, decodes to the body.
+@pytest.mark.obligation("S-HTTP-39")
+@given(st.text(), st.text(" \t"), st.text(" \t"))
+def test_padded_encoded_strings_always_match(text: str, before: str, after: str) -> None:
+    try:
+        header = encode_header_value(text)
+    except InvalidParams:  # lone surrogates have no UTF-8 form
+        return
+    frame = call(text)
+    check_headers(base(name=before + header + after), frame, tool_input_schema=SCHEMA)

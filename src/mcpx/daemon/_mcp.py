@@ -55,7 +55,14 @@ from mcpx.server import (
     too_many_running,
 )
 from mcpx.spec import BATCHED, MODERN
-from mcpx.wire import MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Kind, McpError, Throttled
+from mcpx.wire import (
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    Kind,
+    McpError,
+    Throttled,
+    field_value,
+)
 
 from ._mcp_replies import (
     Held,
@@ -156,21 +163,21 @@ class McpEndpoint:
         if decoded.batch:
             return await self._batch(request, decoded)
         kind, frame = decoded.messages[0]
-        if stateless(frame, request.headers.get(MCP_PROTOCOL_VERSION)):
+        if stateless(frame, field_value(request.headers, MCP_PROTOCOL_VERSION)):
             return self._stateless(request, kind, frame)
         return await self._legacy(request, kind, frame)
 
     def _batch_ok(self, request: Request) -> bool:
         # A session negotiated at a revision with batches, and no other header.
-        session = self.sessions.get(request.headers.get(MCP_SESSION_ID) or "")
-        header = request.headers.get(MCP_PROTOCOL_VERSION)
+        session = self.sessions.get(field_value(request.headers, MCP_SESSION_ID) or "")
+        header = field_value(request.headers, MCP_PROTOCOL_VERSION)
         return session is not None and session.host.batches and header in (None, *BATCHED)
 
     async def _batch(self, request: Request, decoded: wire.Decoded) -> Response:
         """A 2025-03-26 batch: its requests run concurrently, at most as many at once as
         the session's slots, answered as one array."""
         ctx = self._ctx()
-        session = self.sessions.get(request.headers[MCP_SESSION_ID])
+        session = self.sessions.get(field_value(request.headers, MCP_SESSION_ID) or "")
         if session is None:  # ended since _batch_ok saw it
             return self._refused(404, _NOT_FOUND)
         # Refused whole, before any of it is acted on: answering part would split it.
@@ -209,7 +216,7 @@ class McpEndpoint:
         if kind is Kind.REQUEST and frame.get("method") == "initialize":
             return await self._initialize(request, frame)
         request_id = frame.get("id") if kind is Kind.REQUEST else None
-        sid = request.headers.get(MCP_SESSION_ID)
+        sid = field_value(request.headers, MCP_SESSION_ID)
         if sid is None:
             return self._refused(400, "Bad Request: missing Mcp-Session-Id", request_id)
         session = self.sessions.get(sid)
@@ -291,8 +298,8 @@ class McpEndpoint:
     # -- GET and DELETE --------------------------------------------------------
 
     def _get(self, request: Request) -> Response | Held:
-        sid = request.headers.get(MCP_SESSION_ID)
-        if request.headers.get(MCP_PROTOCOL_VERSION) in MODERN or sid is None:
+        sid = field_value(request.headers, MCP_SESSION_ID)
+        if field_value(request.headers, MCP_PROTOCOL_VERSION) in MODERN or sid is None:
             # 2026-07-28 has no standalone stream; without a session there is none to open.
             return self._refused(405, "Method not allowed: GET needs a legacy session")
         session = self.sessions.get(sid)
@@ -334,7 +341,7 @@ class McpEndpoint:
                 yield b": keepalive\n\n"
 
     def _delete(self, request: Request) -> Response:
-        sid = request.headers.get(MCP_SESSION_ID)
+        sid = field_value(request.headers, MCP_SESSION_ID)
         if sid is None:
             return self._refused(400, "Bad Request: missing Mcp-Session-Id")
         if not self.sessions.end(sid):

@@ -35,6 +35,7 @@ from mcpx.wire import (
     InvalidRequest,
     McpError,
     MethodNotFound,
+    field_value,
 )
 
 from . import _passthrough as passthrough
@@ -160,7 +161,7 @@ async def _answer(
         raise InvalidRequest("Invalid request: method must be a string")
     if not isinstance(params, Mapping):
         raise InvalidParams("Invalid params: params must be an object")
-    header_version = headers.get(MCP_PROTOCOL_VERSION) if headers is not None else None
+    header_version = field_value(headers, MCP_PROTOCOL_VERSION) if headers is not None else None
     if headers is not None and stateless(frame, header_version):
         judged.append(NEWEST)  # a refusal here is spelled for the era it was sent in
         # _meta first: a request without it is -32602 whatever its headers say.

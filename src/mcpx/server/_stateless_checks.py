@@ -9,6 +9,9 @@ Invariants:
   have acted on the header, so a disagreement is a security problem, not a typo.
 - ``Mcp-Name`` and ``Mcp-Param-*`` values are decoded from the Base64 sentinel before
   they are compared (S-HTTP-39); a value with invalid characters is refused (S-HTTP-40).
+- Optional whitespace (spaces and tabs) around a mirrored header's value is not part of it
+  (RFC 9110 §5.5): it is dropped before the value is decoded or compared, so a Base64
+  sentinel may be padded too. What is inside the value is compared as it came.
 - Header names compare case-insensitively, values case-sensitively (S-HTTP-43).
   ``Mcp-Param-*`` headers no annotated parameter claims are ignored (S-HTTP-44).
 """
@@ -38,6 +41,8 @@ __all__ = ["NAME_SOURCES", "check_headers", "check_meta"]
 
 # Which body field Mcp-Name mirrors, per method: the one table in wire.
 NAME_SOURCES: Final[Mapping[str, str]] = MCP_NAME_SOURCES
+# RFC 9110 §5.5: OWS, the optional whitespace around a field value (SP and HTAB only).
+_OWS: Final = " \t"
 # A JSON number, as a header would spell one; Decimal alone would also take "4_2" or "NaN".
 _NUMBER: Final = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
@@ -85,7 +90,8 @@ def check_headers(
             invalid characters or malformed Base64.
         InvalidParams: the body field a header mirrors is missing or not a string.
     """
-    lower = {k.lower(): v for k, v in headers.items()}
+    # The HTTP server may hand a value on with its OWS (httptools keeps what trails it).
+    lower = {k.lower(): v.strip(_OWS) for k, v in headers.items()}
     method = frame.get("method")
     params = frame.get("params")
     params = params if isinstance(params, Mapping) else {}

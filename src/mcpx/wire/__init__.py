@@ -45,6 +45,7 @@ from ._headers import (
     MCP_SESSION_ID,
     decode_header_value,
     encode_header_value,
+    field_value,
     header_value_for,
 )
 from ._ids import RequestIds
@@ -82,6 +83,7 @@ __all__ = [
     "dumps",
     "encode_header_value",
     "error",
+    "field_value",
     "header_value_for",
     "http_status",
     "loads",

@@ -31,6 +31,7 @@ __all__ = [
     "MCP_SESSION_ID",
     "decode_header_value",
     "encode_header_value",
+    "field_value",
     "header_value_for",
 ]
 
@@ -67,6 +68,13 @@ _RECEIVABLE: Final = re.compile(r"[\x09\x20-\x7e]*")
 
 # Integers mirrored into headers must survive a JavaScript number: -(2**53 - 1)..2**53 - 1.
 _SAFE_INT: Final = 2**53 - 1
+
+
+def field_value(headers: Mapping[str, str], name: str) -> str | None:
+    """Header ``name``'s value without the optional whitespace around it, which is not part
+    of it (RFC 9110 §5.5: spaces and tabs; an HTTP server may pass trailing ones on)."""
+    value = headers.get(name)
+    return None if value is None else value.strip(" \t")
 
 
 def encode_header_value(value: str) -> str:

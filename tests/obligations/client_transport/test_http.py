@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from typing import Any
 
 import pytest
 
@@ -67,12 +68,26 @@ async def test_legacy_http_session_headers_and_streams(
     await await_until(lambda: bool(http_fake.of("DELETE")))
     posts = http_fake.of("POST")
 
+    sent = [f for f, _ in recorder.sent]
+
     # One POST per frame mcpx sent, each a single JSON object. The answer to the GET
-    # stream's ping races the requests on their own connections: order is not asked.
+    # stream's ping and the initialized notification are not waited for: each races the
+    # requests on a connection of its own, so the frames are compared as a multiset. The
+    # requests are in order: each was sent only once the one before it was answered.
     def key(frame: object) -> str:
         return json.dumps(frame, sort_keys=True)
 
-    assert sorted(map(key, (p.frame() for p in posts))) == sorted(key(f) for f, _ in recorder.sent)
+    def requests(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [f for f in frames if "method" in f and "id" in f]
+
+    assert sorted(key(p.frame()) for p in posts) == sorted(map(key, sent))
+    assert requests([p.frame() for p in posts]) == requests(sent)
+    assert [f["method"] for f in requests(sent)] == [
+        "server/discover",
+        "initialize",
+        "tools/list",
+        "tools/call",
+    ]
     assert all(isinstance(p.frame(), dict) for p in posts)
     assert all(_accepts_both(p.headers) for p in posts)
     probe = posts[0]
