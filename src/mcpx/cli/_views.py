@@ -62,7 +62,7 @@ def _servers(doc: Any) -> None:
             [
                 s["name"],
                 s["transport"],
-                inst.get("state", "idle"),
+                inst.get("state") or (s.get("restarts") or {}).get("state", "idle"),
                 str(inst.get("era") or (s["catalogue"] or {}).get("era") or "-"),
                 str(inst.get("revision") or (s["catalogue"] or {}).get("revision") or "-"),
                 str(inst.get("pid") or "-"),

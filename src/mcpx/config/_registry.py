@@ -120,6 +120,12 @@ _SEED: Final[tuple[Setting, ...]] = (
     ),
     _duration("pool.idleTimeout", "5m", "How long an unused upstream instance is kept warm."),
     _integer("pool.max", 4, "Most instances of one upstream server running at once.", 1),
+    _duration(
+        "pool.restartBackoff",
+        "30s",
+        "Longest pause before starting again an upstream that keeps failing at start or "
+        "soon after; the pause doubles from 500ms up to this (0: no pause).",
+    ),
     Setting(
         "pool.maxArguments",
         # Never above the 64 MiB frame the transports carry (transport.MAX_FRAME_BYTES),

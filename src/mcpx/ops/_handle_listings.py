@@ -53,6 +53,8 @@ async def servers_list(ctx: OpContext, args: dict[str, Any]) -> Any:
                 "scope": server.scope,
                 "protocol": server.protocol or ctx.settings["upstream.protocol"],
                 "instances": [i.status() for i in ctx.pool.instances(name)],
+                # Failing again and again: the last error, and the pause before a start.
+                "restarts": ctx.pool.restarts.status(name),
                 # Resource URIs subscribed upstream for hosts (counted across them).
                 "subscriptions": sorted(ctx.pool.watches.wanted(name)),
                 "catalogue": {

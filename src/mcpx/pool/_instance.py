@@ -129,6 +129,9 @@ class Instance:
             if filter_:
                 tg.start_soon(self._listen, session, filter_)
             await self._stop.wait()
+            if session.conn.broken is not None:
+                # It broke before it was stopped (the pool stops a broken one): broken.
+                self.state, self.error = "broken", session.conn.broken
             tg.cancel_scope.cancel()
 
     async def _set_log_level(self, session: Session) -> None:

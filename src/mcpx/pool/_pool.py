@@ -8,7 +8,8 @@ Invariants:
 - At most ``pool.max`` instances per server; past it the least recently used
   idle instance is stopped to make room, and if none is idle the call is
   refused with a clear error.
-- A broken instance is dropped; the next call starts a fresh one.
+- A broken instance is dropped; the next call starts a fresh one, unless it keeps
+  failing: then starts are paused, bounded by ``pool.restartBackoff`` (``_restarts``).
 - Every instance task is owned by the pool's task group.
 - An instance holding resource subscriptions is not idle (``_watch``).
 - Once ``stop_calls`` is called no call starts, and none outlives its grace.
@@ -23,7 +24,8 @@ from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import anyio
-from anyio.abc import TaskGroup
+from anyio import TASK_STATUS_IGNORED
+from anyio.abc import TaskGroup, TaskStatus
 
 from mcpx.client import EraCache, Hooks, QuestionHandler, UpstreamError
 from mcpx.config import ServerConfig, Settings
@@ -31,6 +33,7 @@ from mcpx.config import ServerConfig, Settings
 from ._budget import call_budget
 from ._errors import PoolFull, UnknownServer
 from ._instance import Instance
+from ._restarts import Restarts
 from ._watch import Watches
 
 __all__ = ["Pool", "PoolFull", "UnknownServer", "open_pool"]
@@ -65,10 +68,12 @@ class Pool:
         self._handler = handler
         self._instances: dict[Key, Instance] = {}
         self._locks: dict[Key, anyio.Lock] = {}
+        self._live: dict[Key, Instance] = {}  # the last started per key, until it ends
         self._stopping: float | None = None  # when calls in flight are ended, once stopping
         self._in_flight = 0
         self._drained = anyio.Event()  # set when stopping and no call is left
         self.started_at = time.time()
+        self.restarts = Restarts(settings)
         # Resource subscriptions upstream, counted across hosts.
         self.watches = Watches(self.instance, self.spawn, settings, self._hooks)
 
@@ -105,6 +110,10 @@ class Pool:
             if current is not None:
                 self._instances.pop(key, None)
                 await current.stop()
+            last = self._live.get(key)
+            if last is not None and not last.usable:
+                await last.stop()  # a broken one's end counts before the next start
+            self.restarts.check(key)
             await self._make_room(name)
             inst = Instance(
                 server,
@@ -114,13 +123,24 @@ class Pool:
                 hooks=self._hooks,
                 handler=self._handler,
             )
-            await self._tg.start(inst.run)
+            await self._tg.start(self._run, key, inst)
             if not inst.usable:
                 raise UpstreamError(f"{name} could not be started: {inst.error}")
             self._instances[key] = inst
         if self.on_ready is not None:
             self.on_ready(name)
         return inst
+
+    async def _run(
+        self, key: Key, inst: Instance, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED
+    ) -> None:
+        self._live[key] = inst
+        try:
+            await inst.run(task_status=task_status)
+        finally:
+            self.restarts.ended(key, inst)
+            if self._live.get(key) is inst:
+                del self._live[key]
 
     async def _make_room(self, name: str) -> None:
         mine = [i for (n, _), i in self._instances.items() if n == name]
@@ -210,6 +230,8 @@ class Pool:
         self.servers = dict(servers)
         for name in changes["removed"]:
             self.watches.forget(name)
+        for name in (*changes["removed"], *changes["changed"]):
+            self.restarts.forget(name)
         for name in (*changes["removed"], *changes["changed"]):
             for key in [k for k in self._instances if k[0] == name]:
                 self._tg.start_soon(self._retire, self._instances.pop(key))

@@ -12,7 +12,8 @@ Invariants:
   again whenever the set changes (2026-07-28).
 - While a server has wanted subscriptions a guard keeps an instance for them: one that
   ends (a restart, a crash) is replaced at once and given every subscription still
-  wanted, since nobody else would start it and the updates would stop without a word.
+  wanted, since nobody else would start it and the updates would stop without a word;
+  one that keeps ending is started again only after the pool's pause (``_restarts``).
 - What the upstream says on the listen stream reaches the hooks, as a legacy
   server's unsolicited notifications do. The URIs its acknowledgement leaves out are
   polled (``_polls``): a changed read reaches the hooks as ``resources/updated``.
@@ -34,6 +35,7 @@ from mcpx.config import Settings
 from ._errors import UnknownServer
 from ._instance import Instance
 from ._polls import Poller, follow_listen, poll_interval, poll_resources, unacknowledged_uris
+from ._restarts import BackingOff
 
 __all__ = ["Watches"]
 
@@ -123,6 +125,11 @@ class Watches:
                     inst = await self._instance(server)
                     await self._hold(server, inst)
                     pause = _RETRY_FIRST
+                except BackingOff as exc:
+                    # The pool pauses the starts of an upstream that keeps failing: the
+                    # guard waits that pause out rather than asking again and again.
+                    log.info("%s: subscriptions wait (%s)", server, exc)
+                    await anyio.sleep(exc.retry_in)
                 except UnknownServer:
                     log.warning("%s left the config: its subscriptions are dropped", server)
                     self._wanted.pop(server, None)
