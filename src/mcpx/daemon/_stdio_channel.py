@@ -231,12 +231,12 @@ class StdioChannel:
         try:
             decoded = wire.decode(line, batch_ok=self.session.batches)
         except McpError as exc:
-            self._emit(wire.error(exc.request_id, exc))
+            self._refuse(wire.error(exc.request_id, exc))
             return
         if decoded.batch:
             refusal = self.session.batch_refusal(decoded, self.ctx.settings)
             if refusal is not None:
-                self._emit(wire.error(refusal.request_id, refusal))
+                self._refuse(wire.error(refusal.request_id, refusal))
                 return
             requests.start_soon(self._batch, decoded)
             return
@@ -249,13 +249,20 @@ class StdioChannel:
             settings = self.ctx.settings
             if self.session.slots.waiting >= int(settings["proto.maxConcurrentCalls"]):
                 # (Only while reading goes on for a question's answer.)
-                self._emit(wire.error(frame["id"], too_many_running(settings, waiting=True)))
+                self._refuse(wire.error(frame["id"], too_many_running(settings, waiting=True)))
                 return
             # Registered before the task runs, so a cancel on the next line finds it.
             scope = self.session.in_flight.register(frame["id"])
             if frame.get("method") == "subscriptions/listen":
                 self._listens.add(scope)
             requests.start_soon(self._request, frame, scope)
+
+    def _refuse(self, error: wire.Frame) -> None:
+        # Refused before dispatch judged it: traced here with no revision, as /mcp traces
+        # its own refusals (dispatch traces what it answers).
+        if self.ctx.trace is not None:
+            self.ctx.trace(None, error, None)
+        self._emit(error)
 
     async def _request(self, frame: wire.Frame, scope: anyio.CancelScope | None = None) -> None:
         # Given a scope: a request that runs in a slot (initialize runs in line, without).
