@@ -11,7 +11,7 @@ Invariants:
 - A first failure costs no pause: a crash once in a while is restarted at once.
 - An instance stopped by the pool (idle, retired, shutdown) or that broke after running
   steadily forgets the quick failures before it.
-- The pause is bounded by ``pool.restartBackoff``.
+- The pause is bounded by ``pool.restartBackoff``; the records kept, by ``_MOST``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ Key = tuple[str, str]
 _FIRST: Final = 0.5
 # An instance that broke after running this long was steady: its end is not flapping.
 _STEADY: Final = 60.0
+# Records kept at most: a server scoped per caller has one per failing caller, and callers
+# come and go. Beyond it the oldest goes (its next start is then a fresh one).
+_MOST: Final = 4096
 
 
 class BackingOff(UpstreamError):
@@ -69,7 +72,10 @@ class Restarts:
         cap = float(self._settings["pool.restartBackoff"])
         pause = 0.0 if failures < 2 else min(_FIRST * 2 ** (failures - 2), cap)
         error = inst.error or inst.state
+        self._failing.pop(key, None)  # re-inserted: the dict's order is the age of records
         self._failing[key] = _Failing(failures, error, time.time(), time.monotonic() + pause)
+        while len(self._failing) > _MOST:
+            del self._failing[next(iter(self._failing))]
 
     def check(self, key: Key) -> None:
         """Raises ``BackingOff`` while ``key``'s pause lasts."""
