@@ -28,6 +28,11 @@ machine the peers' figures drift by a quarter within minutes, and pairing cancel
 (g)  fastmcp HTTP: (c) on 127.0.0.1 instead of a unix socket;
 (h)  mcp-proxy 0.13 (on the SDK 1.x, its own venv): its Streamable HTTP ``/mcp`` on
      127.0.0.1, one 2025-11-25 session (its ``Mcp-Session-Id``), the host of (e);
+(sG) the official SDK 2.x client as the host (what users run; (a) is its direct call)
+     spawning ``mcpx serve``, calling ``mcpx_call``, the upstream pinned legacy as in (dL);
+(sP) the same host spawning ``mcpx serve --passthrough echo``, calling ``echo`` itself;
+(sPd) (sP) in mcpx's default era to the upstream;
+(sF) the same host spawning fastmcp's proxy over stdio (as in (f)), calling ``echo``;
 (e*), (h*) the same two with httpx's async client as the host: it spends about 3 ms of
      CPU per call itself, more than either gateway, which is why (e) and (h) use the raw
      host, as (d) and (f) do over stdio.
@@ -75,6 +80,7 @@ from upstream_era import eras_spoken
 
 LEGACY, MODERN = "2025-11-25", "2026-07-28"
 SERVE = [PY, "-m", "mcpx", "serve"]
+PASS = ["--passthrough", "echo"]
 FASTMCP_STDIO = [str(FASTMCP_PY), WORKERS, "fastmcp-stdio", "--", *SERVER]
 
 # (key, label): the table's rows, in order.
@@ -92,6 +98,10 @@ PATHS = [
     ("f", "(f)  fastmcp proxy stdio->stdio"),
     ("g", "(g)  fastmcp proxy HTTP->stdio"),
     ("h", "(h)  mcp-proxy HTTP->stdio"),
+    ("sG", "(sG) SDK host, mcpx serve, mcpx_call"),
+    ("sP", "(sP) SDK host, mcpx serve --passthrough"),
+    ("sPd", "(sPd) (sP), mcpx's default era"),
+    ("sF", "(sF) SDK host, fastmcp proxy stdio"),
     ("e*", "(e*) mcpx /mcp, httpx host"),
     ("h*", "(h*) mcp-proxy, httpx host"),
 ]
@@ -99,6 +109,12 @@ PATHS = [
 RATIOS = [
     ("dL", "f", 2.0),
     ("eL", "h", 1.5),
+    ("sP", "sF", 2.0),
+    ("sP", "a", 0.85),
+    ("sG", "sF", 2.0),
+    ("sG", "a", 0.85),
+    ("sPd", "sF", None),
+    ("sPd", "a", None),
     ("d", "f", None),
     ("e", "h", None),
     ("e*", "h*", None),
@@ -144,11 +160,15 @@ def throughput(
                     "f": [PY, WORKERS, "stdio", *nc, LEGACY, "echo", "--", *FASTMCP_STDIO],
                     "g": [PY, WORKERS, "http", *nc, "mcp", fastmcp_tcp],
                     "h": [PY, WORKERS, "raw-http", *nc, "legacy", mcp_proxy_url],
+                    "sG": [str(SDK_PY), WORKERS, "sdk", *nc, "mcpx:echo", "--", *SERVE],
+                    "sP": [str(SDK_PY), WORKERS, "sdk", *nc, "--", *SERVE, *PASS],
+                    "sPd": [str(SDK_PY), WORKERS, "sdk", *nc, "--", *SERVE, *PASS],
+                    "sF": [str(SDK_PY), WORKERS, "sdk", *nc, "--", *FASTMCP_STDIO],
                     "e*": [PY, WORKERS, "http", *nc, "mcpx-mcp", d["url"]],
                     "h*": [PY, WORKERS, "http", *nc, "legacy", mcp_proxy_url],
                 }
                 for key in _order([k for k in runs if not only or k in only], rep):
-                    env = dl["env"] if key in ("dL", "eL") else d["env"]
+                    env = dl["env"] if key in ("dL", "eL", "sG", "sP") else d["env"]
                     rps = run_json(runs[key], env=env)["rps"]
                     results.setdefault(f"{key}/{conc}", []).append(rps)
         results["cli-first-call"] = _first_calls(d["env"])
@@ -159,7 +179,14 @@ def _order(keys: list[str], rep: int) -> list[str]:
     """This repetition's running order: the rows a ratio compares run back to back
     (which goes first alternates), so that the machine's drift over a run, often
     larger than the effect, touches both sides of each ratio alike; the groups rotate."""
-    groups = [[t, b] for t, b, target in RATIOS if target and t in keys and b in keys]
+    groups: list[list[str]] = []
+    for t, b, target in RATIOS:  # rows joined by targets form one group, each row once
+        if not (target and t in keys and b in keys):
+            continue
+        joined = [g for g in groups if t in g or b in g]
+        merged = [k for g in joined for k in g]
+        merged += [k for k in (t, b) if k not in merged]
+        groups = [g for g in groups if g not in joined] + [merged]
     for top, bottom, target in RATIOS:  # (d) runs beside (dL) and (f), its reference
         joins = [g for g in groups if bottom in g]
         if target is None and joins and top in keys and not any(top in g for g in groups):

@@ -69,16 +69,20 @@ async def _timed(n: int, concurrency: int, one: Callable[[int], Awaitable[None]]
     _report(n, concurrency, time.perf_counter() - started)
 
 
-async def _sdk(n: int, concurrency: int, argv: list[str]) -> None:
+async def _sdk(n: int, concurrency: int, target: str, argv: list[str]) -> None:
+    """The official SDK's client as the host: what users run, its own cost included."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=argv[0], args=argv[1:])
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
 
         async def one(i: int) -> None:
-            await session.call_tool("echo", {"text": f"m{i}"})
+            call = _call_params(target, i)
+            result = await session.call_tool(call["name"], call["arguments"])
+            if result.is_error or f"m{i}" not in str(result.content):
+                raise RuntimeError(f"sdk: call {i} answered {str(result)[:300]}")
 
         await _timed(n, concurrency, one)
 
@@ -338,8 +342,9 @@ def main() -> None:
 
     what, rest = sys.argv[1], sys.argv[2:]
     argv = rest[rest.index("--") + 1 :] if "--" in rest else []
-    if what == "sdk":
-        anyio.run(_sdk, int(rest[0]), int(rest[1]), argv)
+    if what == "sdk":  # sdk N C [target] -- argv
+        target = rest[2] if rest[2] != "--" else "echo"
+        anyio.run(_sdk, int(rest[0]), int(rest[1]), target, argv)
     elif what == "stdio":
         anyio.run(_stdio, int(rest[0]), int(rest[1]), rest[2], rest[3], argv)
     elif what == "http":
