@@ -1,30 +1,33 @@
-"""What the fuzzing found, one minimal case each: what mcpx does not do right yet, and
-(unmarked) what it found and was fixed since (the stdio channel's refusals are traced).
+"""What the fuzzing found, one minimal case each, and how mcpx answers it now (issue 27).
 
-Each test states the behaviour wanted and is an xfail (strict, and only for a failed
-assertion) until mcpx does it: fixed, the test passes, strict makes that an error, and the
-marker goes. The generated tests keep clear of these inputs (their nesting stays shallow)
-so that they guard everything else meanwhile.
+Each test states the behaviour wanted. A defect not fixed yet is a strict xfail (only for
+a failed assertion) until mcpx does it: fixed, the test passes, strict makes that an
+error, and the marker goes. The generated tests keep clear of these inputs (their
+nesting stays shallow) so that they guard everything else meanwhile. Fixed so far:
 
 - JSON nested ~960 to 1023 levels deep (within what the parser takes, 1024) in a tool's
-  or prompt's arguments: the schema check's error message ``repr``s the value and runs
-  out of stack (RecursionError). /v1 answers a plain-text 500, /mcp -32603 "internal
-  error: maximum recursion depth exceeded" (HTTP 500 under 2026-07-28), stdio the same.
-- Arguments nested 254+ deep that pass their schema cannot be encoded to go upstream
-  (orjson writes 254 levels at most). /mcp ``prompts/get`` answers -32603 "cannot encode
-  as JSON" (HTTP 500); a tool call says the *upstream* answered with that error (/v1: 502
-  ``upstream_error`` with ``details.jsonrpc``), though it was never sent (C-ERR-6).
-- An upstream result nested 254+ deep (it parses; it cannot be written back): /mcp and
-  /v1 answer a plain-text 500; on stdio the host's whole session is dropped, unanswered.
-  The exception escapes from the ``log.frames`` writer and from the reply's encoding.
+  or prompt's arguments ran the schema check's error message out of stack (``repr``):
+  a plain-text 500 on /v1, -32603 "internal error" on /mcp and stdio. Arguments nested
+  over ``ops._tool_input.MAX_DEPTH`` (64) levels are now the caller's error (/v1 400
+  ``invalid_input``, MCP -32602, or ``mcpx_call``'s ``isError``), found before
+  jsonschema words a problem and before anything is sent.
+- Arguments nested 254+ deep that pass their schema could not be encoded to go upstream
+  (orjson writes 254 levels at most), and a tool call said the *upstream* answered with
+  that error (C-ERR-6). Refused as above; and a request mcpx cannot encode is mcpx's own
+  failure (/v1 500 ``internal_error``), never the upstream's answer.
+- An upstream result nested 254+ deep (it parses; it cannot be written back) was a
+  plain-text 500 on /mcp and /v1, and dropped the stdio host's whole session: the
+  exception escaped from the ``log.frames`` writer and from the reply's encoding. The
+  writer never raises now, and the answer becomes the error -32603 for its id where the
+  encoding fails (/v1: 502 ``upstream_error``).
 - A 2025-03-26 batch with an element that is no valid message (an id of no allowed type
-  such as ``1.5``, no ``jsonrpc``, an array) is answered, over /mcp and stdio alike, with
-  an error without ``id`` traced as a 2025-03-26 frame, which that revision's schema does
-  not allow (the same frame outside a batch is traced as sent before any revision was
-  judged). Found by the longer run (``MCPX_FUZZ_EXAMPLES``), which fails on it until then.
+  such as ``1.5``, no ``jsonrpc``, an array) was answered with an error without ``id``
+  traced as a 2025-03-26 frame, which that revision's schema does not allow; it is now
+  traced as sent before any revision was judged, as the same frame outside a batch is.
+  Found by the longer run (``MCPX_FUZZ_EXAMPLES``).
 
 The upstream relaying a malformed ``CallToolResult`` as it came is in
-``test_upstream_frames``.
+``test_upstream_frames`` (fixed too: refused as the upstream's failure).
 """
 
 from __future__ import annotations
@@ -40,7 +43,14 @@ import httpx
 import jsonschema
 import pytest
 
-from fuzz.helpers import DAEMON_SETTINGS, DEMO, Watch, clients, crashes, frame_problems
+from fuzz.helpers import (
+    DAEMON_SETTINGS,
+    DEMO,
+    Watch,
+    crashes,
+    documented_upstream_failure,
+    frame_problems,
+)
 from mcpx.ops._errors import ERROR_SCHEMA
 from support.daemon import Daemon, running_daemon
 from support.modern import modern_headers, modern_meta, modern_request
@@ -51,8 +61,6 @@ SETTINGS: Final = {**DAEMON_SETTINGS, "pool.restartBackoff": "0s"}
 TOO_DEEP_TO_CHECK: Final = 1000  # levels: past the schema checker's stack, within the parser's
 TOO_DEEP_TO_WRITE: Final = 300  # levels: past what the encoder writes (254)
 PLACEHOLDER: Final = '"@@deep@@"'
-
-defect = pytest.mark.xfail(strict=True, raises=AssertionError)
 
 
 def nested(depth: int) -> str:
@@ -69,13 +77,6 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     servers = {"demo": DEMO, "fl": UPSTREAM}
     with running_daemon(tmp_path_factory.mktemp("fuzz-defects"), servers, SETTINGS) as d:
         yield d
-
-
-@pytest.fixture(scope="module")
-def http(daemon: Daemon) -> Iterator[tuple[httpx.Client, httpx.Client]]:
-    mcp, api = clients(daemon)
-    with mcp, api:
-        yield mcp, api
 
 
 def _v1(mcp: httpx.Client, path: str, body: str) -> httpx.Response:
@@ -108,7 +109,6 @@ def _clean_mcp_answer(r: httpx.Response) -> dict[str, Any]:
     return body
 
 
-@defect
 @pytest.mark.parametrize("route", ["/v1/call", "/v1/prompts/get"])
 def test_v1_refuses_arguments_too_deep_to_check(
     daemon: Daemon, http: tuple[httpx.Client, httpx.Client], route: str
@@ -123,7 +123,6 @@ def test_v1_refuses_arguments_too_deep_to_check(
     assert not crashes(watch.log())
 
 
-@defect
 def test_mcp_refuses_tool_arguments_too_deep_to_check(
     daemon: Daemon, http: tuple[httpx.Client, httpx.Client]
 ) -> None:
@@ -136,7 +135,6 @@ def test_mcp_refuses_tool_arguments_too_deep_to_check(
     assert not crashes(watch.log())
 
 
-@defect
 def test_mcp_refuses_prompt_arguments_too_deep_to_forward(
     http: tuple[httpx.Client, httpx.Client],
 ) -> None:
@@ -146,7 +144,6 @@ def test_mcp_refuses_prompt_arguments_too_deep_to_forward(
     assert body["error"]["code"] == -32602, body
 
 
-@defect
 def test_arguments_too_deep_to_forward_are_not_blamed_on_the_upstream(
     http: tuple[httpx.Client, httpx.Client],
 ) -> None:
@@ -164,7 +161,6 @@ def _deep_result_line() -> str:
     return deepened({"jsonrpc": "2.0", "id": "@@ID@@", "result": result}, TOO_DEEP_TO_WRITE)
 
 
-@defect
 @pytest.mark.parametrize("surface", ["/mcp", "/v1/call"])
 def test_a_result_too_deep_to_write_is_a_clear_error(
     daemon: Daemon, http: tuple[httpx.Client, httpx.Client], surface: str
@@ -178,13 +174,20 @@ def test_a_result_too_deep_to_write_is_a_clear_error(
         assert refused.status_code == 502, refused.text[:200]
         jsonschema.validate(refused.json(), ERROR_SCHEMA)
     else:
+        # The answer cannot be written: the error -32603 for its id goes instead, a
+        # documented upstream failure (HTTP 500 under 2026-07-28), traced validly.
         params = {"name": "mcpx_call", "arguments": call}
-        body = _clean_mcp_answer(_mcp(mcp, "tools/call", params, 0))
-        assert body["result"]["isError"], body
+        r = _mcp(mcp, "tools/call", params, 0)
+        assert r.headers.get("content-type", "").startswith("application/json"), r.text[:200]
+        body = r.json()
+        assert (r.status_code, body.get("id")) == (500, 1), body
+        assert documented_upstream_failure(body), body
+        traced = watch.frames()
+        assert body in [line["frame"] for line in traced], "the answer was not traced"
+        assert not frame_problems(traced), frame_problems(traced)
     assert not crashes(watch.log(), told="mcpx.client")
 
 
-@defect
 def test_a_result_too_deep_to_write_leaves_the_stdio_session_up(daemon: Daemon) -> None:
     call = {"server": "fl", "tool": "emit", "arguments": {"lines": [_deep_result_line()]}}
     meta = modern_meta(client="fuzz")
@@ -203,6 +206,7 @@ def test_a_result_too_deep_to_write_leaves_the_stdio_session_up(daemon: Daemon) 
     )
     answers = {f.get("id"): f for f in map(json.loads, done.stdout.decode().splitlines())}
     assert set(answers) == {1, 2}, done.stdout[:300]
+    assert documented_upstream_failure(answers[1]), answers[1]  # -32603, mcpx's word
 
 
 def test_stdio_refusals_are_traced(daemon: Daemon) -> None:
@@ -221,7 +225,6 @@ def test_stdio_refusals_are_traced(daemon: Daemon) -> None:
     assert written in [line["frame"] for line in watch.frames()], "not in log.frames"
 
 
-@defect
 def test_a_batch_element_with_an_id_of_no_allowed_type_is_answered_validly(
     tmp_path: Path,
 ) -> None:

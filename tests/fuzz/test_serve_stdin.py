@@ -35,7 +35,6 @@ from fuzz.helpers import (
     DEMO,
     Watch,
     bounded,
-    clients,
     crashes,
     echo_still_works,
     frame_problems,
@@ -56,13 +55,6 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     tmp = tmp_path_factory.mktemp("fuzz-serve")
     with running_daemon(tmp, {"demo": DEMO}, DAEMON_SETTINGS) as d:
         yield d
-
-
-@pytest.fixture(scope="module")
-def http(daemon: Daemon) -> Iterator[tuple[httpx.Client, httpx.Client]]:
-    mcp, api = clients(daemon)
-    with mcp, api:
-        yield mcp, api
 
 
 # -- lines ---------------------------------------------------------------------

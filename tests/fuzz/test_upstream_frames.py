@@ -21,8 +21,8 @@ Properties:
 
 ``test_malformed_results_are_not_relayed`` is the same with an answer whose envelope is
 right but whose ``CallToolResult`` is not (no ``content``, a block of the wrong shape):
-mcpx relays it as it came, an invalid frame for the host. An xfail (strict) until mcpx
-checks what it relays: the defect reported with issue 27.
+mcpx relayed it as it came, an invalid frame for the host (issue 27). It is the
+upstream's failure now, a clear error like a broken answer (``shapes.call_result_problem``).
 """
 
 from __future__ import annotations
@@ -80,13 +80,6 @@ SETTINGS: Final = {**DAEMON_SETTINGS, "pool.restartBackoff": "0s"}
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     with running_daemon(tmp_path_factory.mktemp("fuzz-up"), SERVERS, SETTINGS) as d:
         yield d
-
-
-@pytest.fixture(scope="module")
-def http(daemon: Daemon) -> Iterator[tuple[httpx.Client, httpx.Client]]:
-    mcp, api = clients(daemon)
-    with mcp, api:
-        yield mcp, api
 
 
 # -- what the upstream writes --------------------------------------------------
@@ -442,17 +435,12 @@ def test_each_upstream_still_answers_after_the_fuzzing(
     assert (got.kind, got.texts) == ("success", ["still here"]), got
 
 
-# -- the defect: a malformed CallToolResult is relayed as it came -------------
+# -- a malformed CallToolResult is the upstream's failure, not relayed ---------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="mcpx relays an upstream's malformed CallToolResult to the host as it came",
-)
 def test_malformed_results_are_not_relayed(tmp_path: Path) -> None:
-    # A daemon of its own: until the defect is fixed the frames it sends are invalid, and
-    # a daemon is checked for those when it stops. Hypothesis runs inside the test (no
+    # A daemon of its own: were one relayed, the frames it sends would be invalid, and a
+    # daemon is checked for those when it stops. Hypothesis runs inside the test (no
     # fixture of its own), without shrinking: the examples given first are minimal.
     with running_daemon(tmp_path, SERVERS, SETTINGS) as daemon:
         mcp, api = clients(daemon)

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from fuzz.helpers import DAEMON_SETTINGS, DEMO, Watch, bounded, clients, crashes, healthy
+from fuzz.helpers import DAEMON_SETTINGS, DEMO, Watch, bounded, crashes, healthy
 from fuzz.strategies import dumps, huge_ints, json_objects, json_values, mostly, one_in
 from mcpx.ops._errors import ERROR_SCHEMA
 from support.daemon import Daemon, running_daemon
@@ -119,13 +119,6 @@ def bodies(draw: st.DrawFn, path: str, schema: dict[str, Any]) -> tuple[str, byt
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     with running_daemon(tmp_path_factory.mktemp("fuzz-v1"), {"demo": DEMO}, DAEMON_SETTINGS) as d:
         yield d
-
-
-@pytest.fixture(scope="module")
-def http(daemon: Daemon) -> Iterator[tuple[httpx.Client, httpx.Client]]:
-    mcp, api = clients(daemon)
-    with mcp, api:
-        yield mcp, api
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ from typing import Any
 import click
 
 from mcpx.config import ServerConfig, load_config_file, state_dir
-from mcpx.daemon import DaemonPaths, demo_server
+from mcpx.daemon import EX_STATE_FULL, DaemonPaths, demo_server
 
 from ._context import Loaded, load_settings, settings_options
 from ._http import Reply, UnixHttp
@@ -42,6 +42,12 @@ from ._http import Reply, UnixHttp
 __all__ = ["EX_DAEMON_GONE", "DaemonClient", "alive", "daemon_commands", "servers_for"]
 
 EX_DAEMON_GONE = 6  # the daemon went away before answering (killed, crashed)
+
+
+class _StateFull(click.ClickException):
+    """The daemon could not start: no room in the state dir (the README's exit 7)."""
+
+    exit_code = EX_STATE_FULL
 
 
 def servers_for(loaded: Loaded) -> dict[str, ServerConfig]:
@@ -130,6 +136,12 @@ class DaemonClient:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 _echo_stderr(said)
+                if proc.returncode == EX_STATE_FULL:
+                    # Its own words went to the full disk: said here, and exit 7 too.
+                    raise _StateFull(
+                        f"the daemon cannot start: the state dir's disk is full "
+                        f"({self.paths.state}); free some space there and run the command again"
+                    )
                 raise click.ClickException(
                     f"the daemon exited with status {proc.returncode}; see {self.paths.log}"
                 )

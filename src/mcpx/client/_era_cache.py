@@ -17,14 +17,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from mcpx.config import ServerConfig
+from mcpx.config import ServerConfig, write_state_json
 
 __all__ = ["FORMAT", "EraCache", "Remembered", "config_key"]
 
@@ -101,13 +99,4 @@ class EraCache:
         if self.path is None:
             return
         doc = {"format": FORMAT, "eras": {k: asdict(v) for k, v in sorted(eras.items())}}
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".upstream-eras.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(doc, out, indent=1)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_state_json(self.path, doc, indent=1)

@@ -57,6 +57,7 @@ from ._setting import (
     flag_name,
 )
 from ._state_db import StateDiskFull, open_state_db
+from ._state_json import write_state_json
 
 __all__ = [
     "AUTH_TYPES",
@@ -111,4 +112,5 @@ __all__ = [
     "setting",
     "state_dir",
     "user_config_file",
+    "write_state_json",
 ]

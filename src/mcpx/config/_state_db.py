@@ -4,9 +4,10 @@ Invariants: a file is created 0600 before SQLite opens it, and kept 0600, since 
 holds (questions, results) may carry secrets; the journal is WAL, so a reader never waits
 for a writer; autocommit (``isolation_level=None``): transactions are explicit.
 
-A write the disk has no room for (SQLite's ``SQLITE_FULL``) raises ``StateDiskFull``,
-naming the state dir, and says so in the log: once a minute per state dir, not once per
-write. SQLite leaves the file as it was before the failed transaction; reads go on.
+A write the disk has no room for (SQLite's ``SQLITE_FULL``, or ``SQLITE_IOERR_SHMSIZE``
+for the WAL index) raises ``StateDiskFull``, naming the state dir, and says so in the
+log: once a minute per state dir, not once per write. SQLite leaves the file as it was
+before the failed transaction; reads go on.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ __all__ = ["StateDiskFull", "open_state_db"]
 log = logging.getLogger("mcpx.state")
 
 _WARN_EVERY: Final = 60.0
+# SQLite's ways of saying there is no room: a page that cannot be written, and the WAL
+# index (``-shm``, which a connection must grow before its first read) that cannot grow.
+_NO_ROOM: Final = frozenset({sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR_SHMSIZE})
 _warned: dict[Path, float] = {}
 
 
@@ -44,7 +48,7 @@ class _StateDb(sqlite3.Connection):
         try:
             return super().execute(sql, parameters)
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode != sqlite3.SQLITE_FULL:
+            if exc.sqlite_errorcode not in _NO_ROOM:
                 raise
             _warn(self.path)
             raise StateDiskFull(self.path) from exc

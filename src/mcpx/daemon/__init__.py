@@ -11,9 +11,9 @@ to a ``HostSession`` (or, stateless, to ``dispatch``) and its answers back.
 
 from typing import Any
 
-from ._paths import DaemonPaths, demo_server
+from ._paths import EX_STATE_FULL, DaemonPaths, demo_server
 
-__all__ = ["DaemonPaths", "build_app", "demo_server", "serve"]
+__all__ = ["EX_STATE_FULL", "DaemonPaths", "build_app", "demo_server", "serve"]
 
 
 def __getattr__(name: str) -> Any:

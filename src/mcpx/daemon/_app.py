@@ -48,10 +48,22 @@ __all__ = ["build_app"]
 log = logging.getLogger("mcpx.daemon")
 
 
-def _json(body: Any, status: int = 200) -> Response:
+def _json(body: Any, status: int = 200, *, server: Any = None) -> Response:
     if isinstance(body, Status):  # a handler that answers other than 200 (202: running)
         body, status = body.body, body.status
-    return Response(wire.dumps(body), status_code=status, media_type="application/json")
+    try:
+        data = wire.dumps(body)
+    except wire.McpError as exc:  # an upstream's answer nested too deep to write
+        body, status = _unsendable(server, exc), 502
+        data = wire.dumps(body)
+    return Response(data, status_code=status, media_type="application/json")
+
+
+def _unsendable(server: Any, exc: wire.McpError) -> dict[str, Any]:
+    """The 502 for an upstream's answer that cannot be encoded (``server`` answered it)."""
+    who = server if isinstance(server, str) else "an upstream"
+    message = f"{who}'s answer could not be sent: {exc.message}"
+    return OpError(502, "upstream_error", message, {"server": server}).body()
 
 
 # Query and header values are text; a parameter's schema type says how to read it.
@@ -158,7 +170,12 @@ def _relayed(
             return {**body, "status": status[0]}
         return body
 
-    return PostAnswer(
+    def unsendable(body: dict[str, Any], exc: wire.McpError) -> dict[str, Any]:
+        status[0] = 502
+        error = _unsendable(args.get("server"), exc)
+        return {**error, "status": 502} if answering.streamed else error
+
+    answering = PostAnswer(
         run,
         later=later,
         streams_ok=False,  # no keep-alive lines: ndjson has none to give
@@ -166,7 +183,9 @@ def _relayed(
         status_of=lambda _: status[0],
         stream_type=_NDJSON,
         encode=json_line,
+        fallback=unsendable,
     )
+    return answering
 
 
 def _route(op: Operation, ctx: Callable[[], OpContext], later: Timers) -> Route:
@@ -180,7 +199,7 @@ def _route(op: Operation, ctx: Callable[[], OpContext], later: Timers) -> Route:
             if op.stream is not None:
                 headers = {"Cache-Control": "no-store"}
                 return StreamingResponse(out, media_type=op.stream, headers=headers)
-            return _json(out)
+            return _json(out, server=args.get("server"))
         except OpError as exc:
             return _json(exc.body(), exc.status)
 

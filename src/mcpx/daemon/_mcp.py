@@ -68,6 +68,8 @@ from ._mcp_replies import (
     Held,
     always_200,
     answer_of,
+    answers_reply,
+    in_place,
     json_reply,
     offers_streams,
     refuse,
@@ -194,7 +196,7 @@ class McpEndpoint:
             self.sessions.free(session)
         if not replies:
             return Response(status_code=202)  # notifications and responses only
-        return json_reply(replies)
+        return answers_reply(ctx, session.conn.revision, replies)
 
     def _stateless(self, request: Request, kind: Kind, frame: wire.Frame) -> Response | PostAnswer:
         if kind is not Kind.REQUEST:
@@ -207,7 +209,7 @@ class McpEndpoint:
                 frame, conn, ctx, settings=ctx.settings, headers=request.headers, notify=answer.emit
             )
 
-        return self._lazy(request, run, modern=True)
+        return self._lazy(request, run, modern=True, rev=MODERN[-1])
 
     async def _legacy(
         self, request: Request, kind: Kind, frame: wire.Frame
@@ -252,7 +254,7 @@ class McpEndpoint:
                 frame, ctx, notify=answer.emit, ask=ask, headers=request.headers, slotted=False
             )
 
-        return Held(self._lazy(request, run, modern=False), done)
+        return Held(self._lazy(request, run, modern=False, rev=host.conn.revision), done)
 
     async def _initialize(self, request: Request, frame: wire.Frame) -> Response:
         """``initialize`` mints a session, if there is room for one (``_sessions``)."""
@@ -283,7 +285,10 @@ class McpEndpoint:
         run: Callable[[PostAnswer], Awaitable[wire.Frame | None]],
         *,
         modern: bool,
+        rev: str | None,
     ) -> PostAnswer:
+        """``rev``: the revision the answer is spelled for (what stands in for one that
+        cannot be encoded is traced under it)."""
         return PostAnswer(
             run,
             later=self._later,
@@ -293,6 +298,7 @@ class McpEndpoint:
             # 2026-07-28: closing the stream is cancellation (S-HTTP-24); before, a
             # disconnect is not (S-HTTP-23): the call completes.
             cancel_on_disconnect=modern,
+            fallback=in_place(self._ctx(), rev),
         )
 
     # -- GET and DELETE --------------------------------------------------------

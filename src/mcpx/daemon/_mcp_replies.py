@@ -6,12 +6,16 @@ Invariants:
   show why), and reaches ``log.frames`` like every frame dispatch sends.
 - 2026-07-28: an error answer's HTTP status follows its code (``wire.http_status``);
   before, a JSON-RPC answer is 200 whatever it says.
+- An answer that cannot be encoded (an upstream's result nested too deep) is answered
+  with the error -32603 for its id instead (``wire.in_place_of``), which is traced in
+  its place: never a plain-text 500.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Final, cast
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,6 +29,8 @@ __all__ = [
     "Held",
     "always_200",
     "answer_of",
+    "answers_reply",
+    "in_place",
     "json_reply",
     "offers_streams",
     "refuse",
@@ -33,6 +39,8 @@ __all__ = [
 ]
 
 _JSON: Final = "application/json"
+
+log = logging.getLogger("mcpx.daemon.mcp")
 
 
 def json_reply(
@@ -61,6 +69,34 @@ def traced(ctx: OpContext, rev: str | None, response: Response) -> Response:
         if isinstance(frame, Mapping):
             ctx.trace(rev, frame, None)
     return response
+
+
+def in_place(ctx: OpContext, rev: str | None) -> Callable[[wire.Frame, McpError], wire.Frame]:
+    """What a POST's answer that cannot be encoded is replaced with, traced (``rev``: the
+    revision it was spelled for)."""
+
+    def instead(frame: wire.Frame, why: McpError) -> wire.Frame:
+        sent = cast(wire.Frame, wire.in_place_of(frame, why))
+        _traced_instead(ctx, rev, frame, sent)
+        return sent
+
+    return instead
+
+
+def answers_reply(ctx: OpContext, rev: str | None, answers: list[wire.Frame]) -> Response:
+    """A batch's answers as one JSON array; one that cannot be encoded is replaced."""
+    body, sent = wire.dumps_answer(answers)
+    if sent is not answers:
+        _traced_instead(ctx, rev, answers, sent)
+    return Response(body, media_type=_JSON)
+
+
+def _traced_instead(ctx: OpContext, rev: str | None, was: object, sent: object) -> None:
+    log.warning("an answer could not be encoded (nested too deep?): -32603 sent instead")
+    if ctx.trace is None:
+        return
+    for frame in wire.stand_ins(was, sent):
+        ctx.trace(rev, frame, None)
 
 
 class Held:

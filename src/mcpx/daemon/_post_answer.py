@@ -21,6 +21,9 @@ Invariants:
   cancellation, S-HTTP-23): the request runs to its end, and its answer is dropped.
 - The HTTP status is decided before the headers go out: for a JSON answer by
   ``status_of`` (2026-07-28: it follows the error code); a stream is always 200.
+- An answer that cannot be encoded (``wire.dumps`` fails: nested too deep) is replaced
+  by what ``fallback`` gives, found where the encoding failed; an emitted frame that
+  cannot be is dropped. Nothing is encoded twice on the way.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import anyio
 from starlette.types import Message, Receive, Scope, Send
 
 from mcpx import wire
+from mcpx.wire import McpError
 
 from ._timers import Timers
 
@@ -79,8 +83,10 @@ class PostAnswer:
         encode: Callable[[wire.Frame], bytes] = sse_event,
         keepalive_bytes: bytes = _KEEPALIVE,
         cancel_on_disconnect: bool = True,
+        fallback: Callable[[wire.Frame, McpError], wire.Frame] | None = None,
     ) -> None:
         self._run = run
+        self._fallback = fallback
         self._cancel_on_disconnect = cancel_on_disconnect
         self._later = later
         self._stream_type = stream_type
@@ -156,7 +162,7 @@ class PostAnswer:
             async with self._lock():
                 await self._flush(send)
                 if reply is not None:
-                    await send(_body(self._encode(reply)))
+                    await send(_body(self._encoded(reply, self._encode)[0]))
                 await send(_body(b"", more=False))
         else:
             await self._send_json(send, reply)
@@ -226,7 +232,12 @@ class PostAnswer:
     async def _flush(self, send: Send) -> None:
         await self._start_stream(send)
         while self._pending:
-            await send(_body(self._encode(self._pending.popleft())))
+            try:
+                data = self._encode(self._pending.popleft())
+            except McpError:  # cannot be encoded (nested too deep): dropped, as when late
+                self.dropped += 1
+                continue
+            await send(_body(data))
 
     async def _start_stream(self, send: Send) -> None:
         if self.streaming:
@@ -246,11 +257,23 @@ class PostAnswer:
             await send(_start(202, self._headers))
             await send(_body(b"", more=False))
             return
-        body = wire.dumps(frame)
+        body, frame = self._encoded(frame, wire.dumps)
         headers = {**self._headers, "content-type": "application/json"}
         headers["content-length"] = str(len(body))
         await send(_start(self._status_of(frame), headers))
         await send(_body(body, more=False))
+
+    def _encoded(
+        self, frame: wire.Frame, encode: Callable[[wire.Frame], bytes]
+    ) -> tuple[bytes, wire.Frame]:
+        """``frame`` encoded, or what ``fallback`` sends in its place; and which it was."""
+        try:
+            return encode(frame), frame
+        except McpError as exc:
+            if self._fallback is None:
+                raise
+            instead = self._fallback(frame, exc)
+            return encode(instead), instead
 
 
 def _start(status: int, headers: dict[str, str]) -> Message:

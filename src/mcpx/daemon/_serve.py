@@ -10,6 +10,8 @@ Invariants:
 - One event bus per daemon: upstream stderr, notifications and client events are
   published on it (``/v1/events``); its streams end when the daemon stops.
 - The state dir is 0700 whenever the daemon runs (tightened if it was looser).
+- Upstream process groups a killed daemon left running are ended before anything is
+  spawned; this daemon's are on record in ``<state>/upstream-groups`` while they run.
 - Nothing is bound until ``exposure`` and ``daemon.auth`` allow it: a refusal goes to
   stderr and ``daemon.log`` and the daemon exits (``StartRefused``); the TCP port's every
   request passes the ``FrontDoor`` (Host, Origin, auth, content type) first.
@@ -17,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import gc
 import json
@@ -26,23 +29,24 @@ import os
 import socket
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import anyio
 import uvicorn
 from starlette.applications import Starlette
 
-from mcpx import __version__, wire
+from mcpx import __version__
 from mcpx.client import EraCache, Hooks
-from mcpx.config import ServerConfig, Settings
-from mcpx.events import EventBus, publish_notification
+from mcpx.config import ServerConfig, Settings, StateDiskFull
+from mcpx.events import EventBus, frames_log, publish_notification
 from mcpx.ops import Catalogue, OpContext
 from mcpx.pool import open_pool
 from mcpx.questions import Broker, CallsInFlight, Question, QuestionRouter, StateSigner, Throttle
 from mcpx.server import Audience
 from mcpx.tasks import TaskRecords, Tasks
+from mcpx.transport import reap_groups, recording_groups
 
 from ._app import build_app
 from ._daemon_auth import StartRefused, admit
@@ -51,7 +55,7 @@ from ._hand_back import HandBacks
 from ._head_limits import limited_protocol
 from ._limits import BodyLimits
 from ._mcp import McpEndpoint
-from ._paths import DaemonPaths, demo_server
+from ._paths import EX_STATE_FULL, DaemonPaths, demo_server, setup_log
 from ._reload import ConfigFollower, applying
 from ._stdio_accept import serve_stdio_channel
 from ._timers import Timers
@@ -60,32 +64,6 @@ __all__ = ["StartRefused", "serve"]
 
 log = logging.getLogger("mcpx.daemon")
 upstream_log = logging.getLogger("mcpx.upstream")
-
-
-class _JsonLines(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        doc: dict[str, Any] = {
-            "ts": round(record.created, 3),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        server = getattr(record, "server", None)
-        if server is not None:
-            doc["server"] = server
-        if record.exc_info:
-            doc["exc"] = self.formatException(record.exc_info)
-        return json.dumps(doc)
-
-
-def _setup_logging(path: Path, level: str) -> None:
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(_JsonLines())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    numeric = {"debug": 10, "info": 20, "notice": 25, "warning": 30}.get(level, 40)
-    root.setLevel(numeric)
-    os.chmod(path, 0o600)
 
 
 class DaemonRunning(Exception):
@@ -214,17 +192,7 @@ def _question_events(events: EventBus) -> Callable[[str, Question], None]:
 def _frame_trace(
     settings: Settings,
 ) -> Callable[[str | None, Mapping[str, Any], str | None], None] | None:
-    path = str(settings["log.frames"])
-    if not path:
-        return None
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-
-    def trace(rev: str | None, frame: Mapping[str, Any], answering: str | None) -> None:
-        # One write per line, O_APPEND: lines from concurrent requests never interleave.
-        line = {"rev": rev, "answering": answering, "frame": frame}
-        os.write(fd, wire.dumps(line) + b"\n")
-
-    return trace
+    return frames_log(str(settings["log.frames"]))  # never raises (events._frames_log)
 
 
 def serve(
@@ -236,7 +204,13 @@ def serve(
     warn: Any = print,
 ) -> None:
     """Serve until stopped (SIGTERM or SIGINT); blocks. ``config_file``: the file the servers
-    came from, followed while the daemon runs (``daemon.configPoll``)."""
+    came from, followed while the daemon runs (``daemon.configPoll``).
+
+    Raises:
+        DaemonRunning, StartRefused: the daemon cannot start (the message says why).
+        SystemExit: with ``EX_STATE_FULL`` (7), the state dir's disk has no room for the
+            daemon's files; said through ``warn`` first.
+    """
     default = {"demo": demo_server()}
     paths = DaemonPaths(state)
     _state_dir(state)
@@ -248,7 +222,9 @@ def serve(
     # Before anything is bound or removed: a second daemon must not take the first's
     # socket away from it. Held until the process ends.
     lock = _only_daemon(paths)
-    _setup_logging(paths.log, str(settings["log.level"]))
+    setup_log(paths.log, str(settings["log.level"]))
+    # What a killed daemon's upstreams started lives on: ended before anything is spawned.
+    reap_groups(paths.upstream_groups)
     address, port = str(settings["daemon.address"]), int(settings["daemon.port"])
     try:
         auth = admit(settings, os.environ, warn)
@@ -269,12 +245,17 @@ def serve(
     later = Timers()
     hand_backs = HandBacks()
     paths.restarting.unlink(missing_ok=True)  # a restart that did not finish
+    keep = float(settings["proto.askTTL"])
+    try:  # before serving: a state dir with no room for them is said at once
+        broker = Broker(paths.questions, on_change=_question_events(events))
+        records = TaskRecords(paths.tasks, keep)
+    except StateDiskFull as exc:
+        _state_full(paths, exc, warn)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         cache = EraCache(paths.eras) if settings["upstream.eraCache"] else None
         hooks = _hooks(catalogues, audience, calls, settings, events)
-        broker = Broker(paths.questions, on_change=_question_events(events))
         # Upstream questions: the calling host first, the broker after.
         handler = QuestionRouter(
             broker,
@@ -288,9 +269,8 @@ def serve(
             anyio.create_task_group() as running,
         ):
             # Calls that outlive their request run here, and end before the upstreams do.
-            keep = float(settings["proto.askTTL"])
             most = int(settings["proto.maxTasks"])
-            tasks = Tasks(running, keep, TaskRecords(paths.tasks, keep), most)
+            tasks = Tasks(running, keep, records, most)
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)
@@ -364,7 +344,12 @@ def serve(
         "version": __version__,
         "startedAt": time.time(),
     }
-    paths.info.write_text(json.dumps(info))
+    try:
+        paths.info.write_text(json.dumps(info))
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        _state_full(paths, StateDiskFull(paths.info), warn)
     os.chmod(paths.info, 0o600)
     grace = float(settings["daemon.stopGrace"])
 
@@ -398,7 +383,9 @@ def serve(
             mcp.close,
             events.close,
         ]
-        _Server(config, on_stop=on_stop).run(sockets=[unix, tcp])
+        # Set before uvicorn's event loop exists: every task's context is copied from here.
+        with recording_groups(paths.upstream_groups):
+            _Server(config, on_stop=on_stop).run(sockets=[unix, tcp])
     finally:
         _remove(paths)
         os.close(lock)
@@ -421,6 +408,17 @@ class _Server(uvicorn.Server):
 
 # How long a restart waits for the hosts to be given back, after the calls' grace.
 _HAND_BACK: Final = 5.0
+
+
+def _state_full(paths: DaemonPaths, exc: StateDiskFull, warn: Any) -> NoReturn:
+    """No room in the state dir to start: said on stderr (and in the log if it fits),
+    nothing left behind that passes for a running daemon, and exit 7 (the README's)."""
+    said = f"mcpx: the daemon cannot start: {exc}"
+    log.error("%s", said)
+    _remove(paths)
+    with suppress(OSError):  # stderr may be a file on that same full disk
+        warn(said)
+    raise SystemExit(EX_STATE_FULL) from exc
 
 
 def _remove(paths: DaemonPaths) -> None:

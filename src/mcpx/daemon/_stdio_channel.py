@@ -25,6 +25,9 @@ Invariants:
   never interleave. On a hand-off, a line goes straight to the host's pipe when nothing
   is waiting to be written; otherwise (or what a full pipe did not take) it goes to the
   one writer task, which joins what is waiting into one write.
+- An answer that cannot be encoded (an upstream's result nested too deep) is answered
+  with the error -32603 for its id instead, traced in its place; any other frame that
+  cannot be is dropped, logged. The session goes on either way.
 - At EOF, requests in flight get ``transport.stdioDrain`` to answer; then the connection
   closes. Listen streams (``subscriptions/listen``) end at EOF, unanswered: they only
   ever stream to a live host, and would otherwise hold the session for the drain.
@@ -187,7 +190,14 @@ class StdioChannel:
     def _emit(self, frame: object) -> None:
         if self._out is None:
             return
-        line = wire.dumps(frame) + b"\n"
+        try:
+            data, sent = wire.dumps_answer(frame)
+        except McpError as exc:  # no answer (a notification, a question): nothing to say
+            log.warning("stdio: a frame could not be sent: %s", exc.message)
+            return
+        if sent is not frame:
+            self._traced_instead(frame, sent)
+        line = data + b"\n"
         # Late answers after the writer ended are dropped: nobody is reading any more.
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             if self._write_now is not None and not self._unwritten:
@@ -196,6 +206,13 @@ class StdioChannel:
                     return
             self._out.send_nowait(line)  # the rest, when the pipe is full: the writer waits
             self._unwritten += 1
+
+    def _traced_instead(self, was: object, sent: object) -> None:
+        log.warning("stdio: an answer could not be encoded (nested too deep?): -32603 sent")
+        if self.ctx.trace is None:
+            return
+        for frame in wire.stand_ins(was, sent):
+            self.ctx.trace(self.conn.revision, frame, None)
 
     async def _serve_lines(self) -> None:
         reader = self._reader = BufferedByteReceiveStream(self.receive)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import anyio
 
 from mcpx import wire
 from mcpx.client import UpstreamError
+from mcpx.config import write_state_json
 from mcpx.pool import Pool, call_budget
 
 __all__ = ["Catalogue"]
@@ -132,15 +131,5 @@ class Catalogue:
             return {}
 
     def _save(self) -> None:
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".catalogue.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump({"format": _FORMAT, "servers": self._entries}, out)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if self.path is not None:
+            write_state_json(self.path, {"format": _FORMAT, "servers": self._entries})

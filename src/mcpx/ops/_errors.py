@@ -3,7 +3,8 @@
 code              status  when
 ----------------  ------  ------------------------------------------------
 bad_request       400     the body is not JSON, or not an object
-invalid_input     400     input or tool arguments fail their schema (names the field)
+invalid_input     400     input or tool arguments fail their schema (names the field),
+                          or nest over 64 levels deep (details.limit)
 unknown_server    404     no such server (details.known lists the valid names)
 unknown_tool      404     no such tool on the server (details.known)
 unknown_operation 404     no such route
@@ -12,6 +13,8 @@ upstream_refused_input 400  the upstream answered -32602: the params do not fit 
 upstream_error    502     the upstream failed or answered a JSON-RPC error
                           (details.jsonrpc carries it) — names the server
 upstream_timeout  504     no answer within the call's budget
+internal_error    500     mcpx failed on its own side of an upstream call (the request
+                          could not be encoded): nothing was sent — names the server
 too_many_tasks    429     proto.maxTasks calls already run as tasks
 too_many_streams  503     events.maxSubscribers event streams already open
 body_too_large    413     the request body is over http.maxBody / http.maxSmallBody

@@ -2,7 +2,7 @@
 completion.
 
 Input the daemon can judge is judged before anything is sent: a tool's arguments
-against its schema, a prompt's required arguments, the arguments' size.
+against its schema, a prompt's required arguments, the arguments' depth and size.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ._errors import OpError
 from ._handle_listings import catalogued_tool
 from ._limits import check_arguments_size
 from ._operations import QUESTIONS_HEADER
-from ._tool_input import check_arguments
+from ._tool_input import check_arguments, check_depth
 from ._upstream_call import request_for_caller, upstream
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
         return request_for_caller(c, server, "tools/call", params, timeout=args.get("timeout"))
 
     if args.get(QUESTIONS_HEADER) == "return" and ctx.tasks is not None:
-        # Refused here too: inside the task it would become a failed task, not a 413.
+        # Refused here too: inside the task it would become a failed task, not a 4xx.
+        check_depth(arguments)
         check_arguments_size(ctx.settings, "tools/call", params)
         return await returning_call(
             ctx, server, f"tools/call {name}", run, lambda call: upstream(server, call)

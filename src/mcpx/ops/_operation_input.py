@@ -19,6 +19,7 @@ import jsonschema
 from ._errors import OpError
 from ._plain_schema import QuickCheck, plain_check
 from ._table import Operation
+from ._tool_input import TOO_DEEP, too_deep
 
 __all__ = ["check_input", "input_problem"]
 
@@ -31,6 +32,10 @@ def input_problem(
     validator, quick = _checks(op, headers)
     if quick is not None and quick(given):
         return None
+    # jsonschema's messages repr the value: one nested deep enough runs out of stack.
+    deep = next((name for name, value in given.items() if too_deep(value)), None)
+    if deep is not None:
+        return deep, TOO_DEEP
     problems = sorted(validator.iter_errors(given), key=lambda e: list(e.absolute_path))
     if not problems:
         return None

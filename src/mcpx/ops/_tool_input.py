@@ -5,18 +5,71 @@ jsonschema knows (2020-12 when none is named), valid for it, references resolved
 the schema only (never fetched), and alternatives nested no deeper than a check can
 afford. A schema that fails these makes the tool uncallable with a 502 that says why;
 arguments that fail the schema are the caller's 400.
+
+Arguments nested deeper than ``MAX_DEPTH`` levels are the caller's 400 too (-32602 on
+MCP), refused before jsonschema is asked and before anything is sent (``check_depth``):
+jsonschema's error messages ``repr`` the value (deep enough, that runs out of stack), and
+the encoder writes 254 levels at most. Only arguments are measured, and only as deep as
+the bound: valid ones once per call, in ``request_for_caller``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from mcpx import wire
 
 from ._errors import OpError
 from ._plain_schema import QuickCheck, plain_check
 
-__all__ = ["check_arguments"]
+__all__ = [
+    "MAX_DEPTH",
+    "TOO_DEEP",
+    "ArgumentsTooDeep",
+    "check_arguments",
+    "check_depth",
+    "too_deep",
+]
+
+# Levels of objects and arrays in a call's arguments (the arguments object is the first):
+# far beyond what a tool takes, far below what the schema checker and the encoder reach.
+MAX_DEPTH: Final = 64
+TOO_DEEP: Final = f"nested over {MAX_DEPTH} levels deep (objects and arrays), the limit"
+
+
+class ArgumentsTooDeep(OpError):
+    """Input nested over ``MAX_DEPTH`` levels: the caller's error; nothing was sent."""
+
+    def __init__(self, field: str) -> None:
+        message = f"{field}: {TOO_DEEP}"
+        super().__init__(400, "invalid_input", message, {"field": field, "limit": MAX_DEPTH})
+
+
+def too_deep(value: object) -> bool:
+    """Whether ``value``'s objects and arrays nest over ``MAX_DEPTH`` levels: measured
+    level by level, containers only, and no further than the bound."""
+    level: list[Any] = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            return True
+        below: list[Any] = []
+        for node in level:
+            items = node.values() if isinstance(node, dict) else node
+            below.extend(x for x in items if isinstance(x, dict | list))
+        level = below
+    return False
+
+
+def check_depth(value: object, field: str = "arguments") -> None:
+    """Refuse ``value`` (``field`` of a call's input) when it nests too deep.
+
+    Raises:
+        ArgumentsTooDeep: it does.
+    """
+    if too_deep(value):
+        raise ArgumentsTooDeep(field)
 
 
 _VALIDATORS: dict[str, tuple[Any, QuickCheck | None]] = {}
@@ -105,9 +158,19 @@ def _unusable(server: str, tool: dict[str, Any], why: str) -> OpError:
 
 
 def check_arguments(server: str, tool: dict[str, Any], arguments: dict[str, Any]) -> None:
+    """Refuse ``arguments`` that fail ``tool``'s input schema (or nest too deep to check).
+
+    Valid ones pass the quick check alone: their depth is measured before they are sent
+    (``request_for_caller``), so a call measures it once.
+
+    Raises:
+        OpError: 400 ``invalid_input`` naming the field (``ArgumentsTooDeep`` among them);
+            502 when the schema is unusable.
+    """
     validator, quick = _validator(server, tool)
     if quick is not None and quick(arguments):
         return
+    check_depth(arguments)  # before jsonschema, whose messages repr the value
     from referencing.exceptions import Unresolvable
 
     try:

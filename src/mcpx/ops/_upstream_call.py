@@ -8,8 +8,15 @@ Invariants:
 
 - The caller's trace context (``TRACE_KEYS`` in ``_meta``) goes upstream unchanged; its
   progress token never does (``CallsInFlight`` gives the call one of mcpx's own).
-- Arguments over ``pool.maxArguments`` are refused before anything is sent.
+- Arguments over ``pool.maxArguments``, or nested over ``_tool_input.MAX_DEPTH`` levels,
+  are refused before anything is sent: the caller's error.
+- A JSON-RPC error is the upstream's only when it sent it (``remote``); a local one (a
+  request that could not be encoded) is mcpx's own failure, never blamed on the upstream
+  (C-ERR-6).
 - A ``call.finished`` event is published for every ``tools/call``, however it ends.
+- An upstream's ``CallToolResult`` is checked for shape (``shapes.call_result_problem``)
+  before anyone is handed it: a malformed one is the upstream's failure (502
+  ``upstream_error`` naming the server and what was wrong), never relayed as it came.
 """
 
 from __future__ import annotations
@@ -23,9 +30,11 @@ from mcpx import wire
 from mcpx.client import UpstreamError, UpstreamTimeout
 from mcpx.config import more_verbose
 from mcpx.pool import PoolFull, UnknownServer
+from mcpx.shapes import call_result_problem
 
 from ._errors import OpError
 from ._limits import check_arguments_size
+from ._tool_input import check_depth
 
 if TYPE_CHECKING:
     from ._context import OpContext
@@ -69,6 +78,14 @@ def upstream_error(server: str, exc: Exception) -> OpError | None:
             f"{server} refused the request's params: {exc.message}",
             {"server": server, "jsonrpc": exc.to_error()},
         )
+    if isinstance(exc, wire.McpError) and not exc.remote:
+        # Raised on mcpx's side (the request could not be encoded): nothing was sent.
+        return OpError(
+            500,
+            "internal_error",
+            f"mcpx could not send the request to {server}: {exc.message}",
+            {"server": server, "origin": "mcpx"},
+        )
     if isinstance(exc, wire.McpError):
         return OpError(
             502,
@@ -92,7 +109,10 @@ async def request_for_caller(
     capabilities, with its trace context; the upstream's progress and log messages go
     back to it while the request runs (all absent for /v1 callers). ``relay_input``
     hands a modern upstream's ``input_required`` back as it is."""
-    check_arguments_size(ctx.settings, method, params)  # every surface's calls pass here
+    # Every surface's calls pass here: depth first (a too deep value cannot be measured).
+    if "arguments" in params:
+        check_depth(params["arguments"])
+    check_arguments_size(ctx.settings, method, params)
     caller = ctx.caller_meta or {}
     meta: dict[str, Any] = {k: caller[k] for k in TRACE_KEYS if k in caller}
     meta |= params.get("_meta") or {}
@@ -116,6 +136,12 @@ async def request_for_caller(
             log_level=level,
             relay_input=relay_input,
         )
+        if method == "tools/call" and result.get("resultType", "complete") == "complete":
+            problem = call_result_problem(result)
+            if problem is not None:
+                raise UpstreamError(
+                    f"{server} answered tools/call with a malformed result: {problem}"
+                )
         outcome["isError"] = bool(result.get("isError"))
         return result
 

@@ -26,6 +26,10 @@ Invariants:
   after a restart and run again, goes through without asking twice.
 - A question whose asker gave up (the call was cancelled, or the upstream withdrew it
   with ``notifications/cancelled``) is ``withdrawn``: nobody is left to answer.
+- A full disk (``StateDiskFull``) fails the writes that must happen (a new question, an
+  answer), never expiry: a question past its deadline is expired as far as anyone can
+  tell (its waiter gets the cancel, it is not listed as pending nor answerable), and its
+  row says so at the first ``expire`` once there is room. Withdrawing is best effort too.
 """
 
 from __future__ import annotations
@@ -37,13 +41,13 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
 import anyio
 
-from mcpx.config import open_state_db
+from mcpx.config import StateDiskFull, open_state_db
 from mcpx.wire import InvalidParams
 
 from ._answers import broker_result
@@ -75,6 +79,7 @@ _ORPHANED: Final = (
     "given when the server asks the same again"
 )
 _PENDING: Final = "pending"
+_EXPIRED: Final = {"action": "cancel"}  # what expiry answers: dismissed, not refused
 ELICIT_TTL: Final = 120.0  # elicit.ttl: a built-in, not a user setting
 _KEEP: Final = 3600.0
 
@@ -212,6 +217,8 @@ class Broker:
                 raise QuestionClosed(f"no question {qid!r}")
             if found.state != _PENDING and found.result is not None:
                 return found.result
+            if found.deadline <= self._clock():
+                return dict(_EXPIRED)  # due, its row not written yet (a full disk)
             event = self._events.setdefault(qid, anyio.Event())
             with anyio.move_on_after(max(0.0, found.deadline - self._clock()) + 0.01):
                 await event.wait()
@@ -229,7 +236,12 @@ class Broker:
             "SELECT * FROM questions WHERE state = ? ORDER BY created", (_PENDING,)
         ).fetchall()
         found = [_question(r) for r in rows]
-        return [q for q in found if identity is None or q.identity in (None, identity)]
+        now = self._clock()  # a due one still pending could not be expired (a full disk)
+        return [
+            q
+            for q in found
+            if q.deadline > now and (identity is None or q.identity in (None, identity))
+        ]
 
     # -- outcomes ----------------------------------------------------------------
 
@@ -256,12 +268,25 @@ class Broker:
 
     def withdraw(self, qid: str) -> None:
         """The asker gave up: close ``qid`` if it is still pending (no error if not)."""
-        with suppress(QuestionClosed):
+        with suppress(QuestionClosed, StateDiskFull):  # left pending, it expires in time
             self._finish(qid, "withdrawn", {"action": "cancel"})
 
     def expire(self) -> int:
-        """Close every question past its deadline (with cancel) and prune old ones."""
+        """Close every question past its deadline (with cancel) and prune old ones; on a
+        full disk none (logged by the state db), and the next call does it."""
         now = self._clock()
+        try:
+            due = self._expire(now)
+        except StateDiskFull:
+            return 0
+        for qid in due:
+            self._wake(qid)
+            found = self.get(qid)
+            if found is not None:
+                self._changed("question.closed", found)
+        return len(due)
+
+    def _expire(self, now: float) -> list[str]:
         with self._tx() as db:
             due = [
                 r[0]
@@ -272,22 +297,19 @@ class Broker:
             db.execute(
                 "UPDATE questions SET state = 'expired', result = ?, finished = ? "
                 "WHERE state = ? AND deadline <= ?",
-                (json.dumps({"action": "cancel"}), now, _PENDING, now),
+                (json.dumps(_EXPIRED), now, _PENDING, now),
             )
             db.execute(
                 "DELETE FROM questions WHERE state != ? AND finished <= ?",
                 (_PENDING, now - self._keep),
             )
-        for qid in due:
-            self._wake(qid)
-            found = self.get(qid)
-            if found is not None:
-                self._changed("question.closed", found)
-        return len(due)
+        return due
 
     def _open(self, qid: str) -> Question:
         self.expire()
         found = self.get(qid)
+        if found is not None and found.state == _PENDING and found.deadline <= self._clock():
+            found = replace(found, state="expired")  # its row could not say so yet
         if found is None or found.state != _PENDING:
             state = "no such question" if found is None else f"it is {found.state}"
             raise QuestionClosed(f"question {qid!r} cannot be answered: {state}")

@@ -14,7 +14,8 @@ Invariants:
   refused whole, before any element of it is acted on (``batch_refusal``); otherwise its
   answers and notifications are taken in order, then its requests run at once, each in
   line for a slot and each cancellable, and their answers come back as one list in the
-  order sent.
+  order sent. An element that is no message is answered with an error, traced as sent
+  before any revision was judged (as outside a batch: it may have no id).
 - A question is put to the host through the transport's ``send`` (its pipe, the POST's
   stream) and traced like every frame mcpx sends.
 """
@@ -156,7 +157,10 @@ class HostSession:
         replies: list[wire.Frame] = [wire.error(i, exc) for i, exc in decoded.errors]
         if ctx.trace is not None:
             for reply in replies:
-                ctx.trace(self.conn.revision, reply, None)
+                # No message, so no revision judged it: traced as the same refusal is
+                # outside a batch (stdio, /mcp), as sent before any was. Without an id
+                # it is no frame of 2025-03-26, which requires one.
+                ctx.trace(None, reply, None)
         for kind, frame in decoded.messages:
             if kind is not Kind.REQUEST:
                 await self.take(kind, frame, ctx)

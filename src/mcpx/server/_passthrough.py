@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from mcpx.ops import ArgumentsTooLarge, request_for_caller, upstream_error
+from mcpx.ops import OpError, request_for_caller, upstream_error
 from mcpx.wire import InternalError, InvalidParams, McpError
 
 if TYPE_CHECKING:
@@ -59,11 +59,54 @@ async def merged(ctx: OpContext, kind: str) -> list[tuple[str, JSON]]:
         InternalError: a tool or prompt name two servers offer; or a server's listing
             failed (the message says which and why).
     """
+    return (await _listing(ctx, kind)).items
+
+
+async def owner(ctx: OpContext, kind: str, name: str) -> str | None:
+    """The pass-through server listing a tool or prompt ``name`` (None: none does)."""
+    return (await _listing(ctx, kind)).owners.get(name)
+
+
+class _Listing:
+    """One kind's merged items and who owns each name, built from these entries."""
+
+    def __init__(self, kind: str, entries: tuple[JSON, ...], items: list[tuple[str, JSON]]):
+        self.entries = entries
+        self.items = items
+        self.owners: dict[str, str] = {}
+        name_key = KINDS[kind][1]
+        for server, item in items:
+            name = item.get(name_key)
+            if isinstance(name, str):
+                self.owners.setdefault(name, server)  # the first, as the order configured
+
+
+# Built again only when an entry was replaced (a catalogue entry is never edited once
+# stored): every forwarded call looks its tool's owner up here, so it must not walk every
+# listed tool of every server each time. Keyed by kind and the servers asked.
+_LISTINGS: dict[tuple[str, tuple[str, ...]], _Listing] = {}
+_LISTINGS_KEPT: Final = 64
+
+
+async def _listing(ctx: OpContext, kind: str) -> _Listing:
+    names = servers(ctx)
+    entries = tuple([await ctx.catalogue.entry(server) for server in names])
+    key = (kind, names)
+    known = _LISTINGS.get(key)
+    if known is not None and all(a is b for a, b in zip(known.entries, entries, strict=True)):
+        return known
+    listing = _Listing(kind, entries, _merge(kind, names, entries))
+    if len(_LISTINGS) >= _LISTINGS_KEPT:
+        _LISTINGS.pop(next(iter(_LISTINGS)))
+    _LISTINGS[key] = listing
+    return listing
+
+
+def _merge(kind: str, names: tuple[str, ...], entries: tuple[JSON, ...]) -> list[tuple[str, JSON]]:
     key, name_key = KINDS[kind]
     found: list[tuple[str, JSON]] = []
     seen: dict[str, str] = {}
-    for server in servers(ctx):
-        entry = await ctx.catalogue.entry(server)
+    for server, entry in zip(names, entries, strict=True):
         if entry.get("error"):
             raise InternalError(f"{server} could not be listed: {entry['error']}", _ours(server))
         for item in entry.get(key) or []:
@@ -77,14 +120,6 @@ async def merged(ctx: OpContext, kind: str) -> list[tuple[str, JSON]]:
             seen[str(name)] = server
             found.append((server, item))
     return found
-
-
-async def owner(ctx: OpContext, kind: str, name: str) -> str | None:
-    """The pass-through server listing a tool or prompt ``name`` (None: none does)."""
-    for server, item in await merged(ctx, kind):
-        if item.get("name") == name:
-            return server
-    return None
 
 
 async def tool_schema(ctx: OpContext, name: object) -> Mapping[str, Any] | None:
@@ -126,8 +161,9 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
 
     Raises:
         McpError: the upstream's JSON-RPC error, as it sent it; or InternalError when
-            the call failed on mcpx's side (the server could not start, a timeout);
-            InvalidParams when a tool call's arguments are over ``pool.maxArguments``.
+            the call failed on mcpx's side (the server could not start, a timeout, a
+            request that could not be encoded); InvalidParams when the arguments are
+            over ``pool.maxArguments`` or nested too deep.
     """
     try:
         # A 2026-07-28 host answers a modern upstream's questions itself, under the
@@ -135,12 +171,13 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
         relay_input = ctx.host_capabilities is not None and method in _ASKING
         sent = _upstream_params(params)
         return await request_for_caller(ctx, server, method, sent, relay_input=relay_input)
-    except McpError:
-        raise
-    except ArgumentsTooLarge as exc:  # refused before it was sent: the host's params
+    except OpError as exc:  # refused before it was sent (too large or deep): the host's
         raise InvalidParams(exc.message, exc.details) from exc
     except Exception as exc:
-        # mcpx's own failure (the server could not start, a timeout): worded once, in ops.
+        if isinstance(exc, McpError) and exc.remote:
+            raise  # the upstream's own answer
+        # mcpx's own failure (the server could not start, a timeout, a request that could
+        # not be encoded): worded once, in ops.
         ours = upstream_error(server, exc)
         if ours is None:
             raise

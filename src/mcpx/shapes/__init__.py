@@ -4,6 +4,7 @@ from ._capabilities import capabilities_for, server_capabilities
 from ._copy_on_write import MissingRow
 from ._downgrade import RESULT_DEFINITIONS, downgrade, downgrade_notification
 from ._envelope import CACHE_SCOPES, envelope
+from ._items import call_result_problem
 from ._matrix_gaps import PENDING_ROWS
 from ._param_headers import (
     InvalidHeaderAnnotation,
@@ -19,6 +20,7 @@ __all__ = [
     "InvalidHeaderAnnotation",
     "MissingRow",
     "ParamHeader",
+    "call_result_problem",
     "capabilities_for",
     "downgrade",
     "downgrade_notification",

@@ -82,7 +82,10 @@ def _as_json_text(result: JSON, value: Any) -> JSON:
     Revisions with structured content asked tools to send the same JSON as text
     too, so a well-behaved result already has it; only a missing one is added.
     """
-    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except RecursionError:  # an upstream's value nested ~1000 deep: no text can say it
+        text = "[structuredContent omitted: nested too deep to be written as text]"
     content = result.get("content")
     blocks = content if isinstance(content, list) else []
     if not any(isinstance(b, dict) and b.get("text") == text for b in blocks):

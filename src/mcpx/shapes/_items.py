@@ -10,6 +10,10 @@ A content block of a type ``rev`` lacks is said another way, so the information
 survives in a form every revision reads: a resource link becomes an embedded
 text/plain resource with its uri that names the link; audio becomes a text block
 with its media type and size.
+
+What is spelled here must be well formed first: ``call_result_problem`` says what is
+wrong with an upstream's ``CallToolResult`` (the members every revision requires, each
+block of a type some revision defines), so that a malformed one is refused, not relayed.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ._matrix_gaps import pending
 __all__ = [
     "annotations_for",
     "block",
+    "call_result_problem",
     "implementation",
     "prompt",
     "prompt_argument",
@@ -120,6 +125,71 @@ def block(blk: Any, container: str, rev: str) -> Any:
     if kind == "resource":
         out = map_key(out, "resource", lambda c: resource_contents(c, rev))
     return out
+
+
+# Block type -> its members that must be strings (an embedded resource: see below).
+_BLOCK_STRINGS: Final = {
+    "text": ("text",),
+    "image": ("data", "mimeType"),
+    "audio": ("data", "mimeType"),
+    "resource_link": ("uri", "name"),
+    "resource": (),
+}
+
+
+def call_result_problem(result: JSON) -> str | None:
+    """What is wrong with ``result`` as a ``CallToolResult``, or None. Shallow: the
+    members the schema requires and their types, per block; nothing nested further.
+    ``structuredContent`` may be any JSON value (2026-07-28): older revisions get one
+    that is no object as text (``_downgrade``)."""
+    content = result.get("content")
+    if not isinstance(content, list):
+        got = _kind(content) if "content" in result else "nothing"
+        return f"content must be a list of content blocks (got {got})"
+    for i, blk in enumerate(content):
+        problem = _block_problem(blk)
+        if problem is not None:
+            return f"content[{i}]: {problem}"
+    if "isError" in result and not isinstance(result["isError"], bool):
+        return f"isError must be a boolean (got {_kind(result['isError'])})"
+    return None
+
+
+def _block_problem(blk: object) -> str | None:
+    if not isinstance(blk, dict):
+        return f"a content block must be an object (got {_kind(blk)})"
+    kind = blk.get("type")
+    strings = _BLOCK_STRINGS.get(kind) if isinstance(kind, str) else None
+    if strings is None:
+        shown = repr(kind[:40]) if isinstance(kind, str) else _kind(kind)
+        return f"type must be one of {', '.join(_BLOCK_STRINGS)} (got {shown})"
+    for name in strings:
+        if not isinstance(blk.get(name), str):
+            got = _kind(blk[name]) if name in blk else "nothing"
+            return f"a {kind} block's {name} must be a string (got {got})"
+    if kind == "resource":
+        embedded = blk.get("resource")
+        if not isinstance(embedded, dict) or not isinstance(embedded.get("uri"), str):
+            return "a resource block's resource must be an object with a string uri"
+        if not any(isinstance(embedded.get(k), str) for k in ("text", "blob")):
+            return "a resource block's resource must have a string text or blob"
+    return None
+
+
+_JSON_TYPES: Final = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+def _kind(value: object) -> str:
+    # The JSON type, never the value: an upstream's value may be long, or deep.
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def implementation(impl: Any, rev: str) -> Any:

@@ -8,6 +8,8 @@ terms of ``_base`` (``RequestFailed`` for one request, ``TransportClosed`` for t
 - ``open_streamable_http``: Streamable HTTP (2025-03-26 to 2026-07-28), a POST per frame.
 - ``open_legacy_sse``: the deprecated 2024-11-05 HTTP+SSE transport.
 - ``http_client``: the ``httpx.AsyncClient`` the HTTP transports borrow (one per origin).
+- ``recording_groups`` / ``reap_groups``: stdio upstreams' process groups kept on record,
+  so that a daemon ends at start what a killed one left running.
 
 Each ``open_*`` is an async context manager owning a task group: every background task
 of the transport lives and dies inside it.
@@ -24,6 +26,7 @@ from ._base import (
     TransportClosed,
     TransportError,
 )
+from ._groups import reap_groups, recording_groups
 from ._http import StreamableHttpTransport, open_streamable_http
 from ._http_client import RedirectRefused, http_client
 from ._http_stream import ExchangeFailed
@@ -57,6 +60,8 @@ __all__ = [
     "open_legacy_sse",
     "open_stdio",
     "open_streamable_http",
+    "reap_groups",
+    "recording_groups",
 ]
 
 

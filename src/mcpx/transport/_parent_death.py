@@ -5,8 +5,7 @@ The daemon ends an upstream's whole process group when it stops (``_stdio``). Ki
 never sees its stdin close, would live on, re-parented to pid 1, and no later daemon knows
 of it. On Linux the kernel sends a process a chosen signal when its parent dies; only the
 process itself can ask for that (``prctl``), so it is asked for in the child, after fork,
-before exec: it holds even when the daemon dies by SIGKILL, with nothing to clean up and
-no pid record to trust later.
+before exec: it holds even when the daemon dies by SIGKILL, with nothing to clean up.
 
 Choices:
 
@@ -29,7 +28,8 @@ Choices:
   right there, synchronously), which lasts as long as the daemon. Spawning from a worker
   thread (anyio's end when idle) would kill the upstream with that thread.
 - Only the direct child: the setting is not inherited across fork, so a grandchild
-  (``npx`` → ``node``) is not covered; it sees its stdin close like any other holder.
+  (``npx`` → ``node``) is not covered. It is in the child's process group, which is on
+  record in the state dir (``_groups``): the next daemon ends it at start.
 - It survives exec, except of a set-user-ID or set-group-ID program (the kernel clears it).
 - Off Linux there is no such call: ``die_with_parent`` gives None (no ``preexec_fn``).
 """

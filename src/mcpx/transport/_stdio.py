@@ -3,7 +3,8 @@
 ``open_stdio`` spawns the server in its own process group and yields a ``StdioTransport``;
 leaving the context always ends the whole group and reaps the process. On Linux the server
 is also tied to this process: if it dies without leaving the context (``kill -9``), the
-kernel kills the server (``_parent_death``).
+kernel kills the server (``_parent_death``), and the group is on record for the next
+daemon to end what the server started (``_groups``).
 
 Invariants:
 
@@ -39,6 +40,7 @@ from mcpx.wire import RequestId, dumps
 
 from ._base import MAX_FRAME_BYTES, Inbound, TransportClosed
 from ._frames import BadFrame, parse_frames, snippet
+from ._groups import next_record
 from ._inbox import Inbox
 from ._lines import LineSplitter
 from ._parent_death import die_with_parent
@@ -321,6 +323,7 @@ async def open_stdio(
     our_err, child_err = os.pipe()
     stdin = PipeSendStream(our_in)
     stdout, stderr = PipeReceiveStream(our_out), PipeReceiveStream(our_err)
+    record = next_record()
     try:
         try:
             # Ready before the child exists, so that nothing can fail once it runs.
@@ -336,7 +339,7 @@ async def open_stdio(
                 stdin=child_in,
                 stdout=child_out,
                 stderr=child_err,
-                env={**os.environ, **(env or {})},
+                env={**os.environ, **(env or {}), **(record.env if record else {})},
                 cwd=cwd,
                 start_new_session=True,
                 preexec_fn=die_with_parent(),
@@ -353,6 +356,8 @@ async def open_stdio(
         if isinstance(exc, subprocess.SubprocessError):  # preexec_fn failed in the child
             raise TransportClosed(f"cannot start {command}: {exc.__cause__ or exc}") from exc
         raise
+    if record is not None:
+        record.started(process.pid)
     transport = StdioTransport(process, stdin, stdout, stderr, command, on_stderr, max_frame)
     body_error: Exception | None = None
     try:
@@ -374,5 +379,7 @@ async def open_stdio(
     finally:
         with anyio.CancelScope(shield=True):
             await transport._release()
+        if record is not None:
+            record.ended()  # the group was ended (_stop): nothing left to reap
     if body_error is not None:
         raise body_error

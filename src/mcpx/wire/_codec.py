@@ -9,6 +9,10 @@ Invariants:
   error response, which may carry no id (absent or null) when the request's was unreadable.
 - ``params`` and ``result`` are objects: MCP never uses positional (array) params.
 - Builders add exactly the members asked for and copy nothing.
+- An answer that cannot be encoded (an upstream's result nested past the 254 levels the
+  encoder writes) is never lost: the error -32603 for its id goes in its place
+  (``in_place_of``, ``dumps_answer``), found where the encoding failed, at no cost to the
+  answers that encode.
 """
 
 from __future__ import annotations
@@ -30,11 +34,14 @@ __all__ = [
     "classify",
     "decode",
     "dumps",
+    "dumps_answer",
     "error",
+    "in_place_of",
     "loads",
     "notification",
     "request",
     "result",
+    "stand_ins",
 ]
 
 Frame: TypeAlias = dict[str, Any]
@@ -77,6 +84,69 @@ def dumps(obj: object) -> bytes:
         return orjson.dumps(obj)
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
         raise InternalError(f"cannot encode as JSON: {exc}") from exc
+
+
+def dumps_answer(message: object) -> tuple[bytes, object]:
+    """``message`` (a frame, or a batch's list of them) as ``dumps`` writes it, and what
+    was written: ``message`` itself, or ``in_place_of`` it when it cannot be encoded.
+
+    Raises:
+        InternalError: ``message`` cannot be encoded and is no response.
+    """
+    try:
+        return orjson.dumps(message), message
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        why = InternalError(f"cannot encode as JSON: {exc}")
+    instead = in_place_of(message, why)
+    return dumps(instead), instead
+
+
+def in_place_of(message: object, why: McpError) -> object:
+    """What is sent in place of ``message`` (a frame, or a batch's list of them), which
+    could not be encoded for ``why``: a response becomes the error -32603 for its id
+    (``data.origin`` "mcpx": not the upstream's error), saying why; in a batch, only such
+    elements do.
+
+    Raises:
+        InternalError: ``message`` is no response (a request, a notification): nothing
+            can answer in its place.
+    """
+    if isinstance(message, list):
+        return [_encodable(m, why) for m in message]
+    return _unsendable(message, why)
+
+
+def stand_ins(message: object, sent: object) -> list[Frame]:
+    """The frames of ``sent`` (``in_place_of(message, ...)``) that stand in for frames of
+    ``message``: the ones to trace as sent."""
+    if isinstance(message, list) and isinstance(sent, list):
+        pairs = list(zip(message, sent, strict=True))
+    else:
+        pairs = [(message, sent)]
+    return [new for old, new in pairs if old is not new and isinstance(new, dict)]
+
+
+def _encodable(message: object, why: McpError) -> object:
+    try:
+        orjson.dumps(message)
+    except TypeError:
+        return _unsendable(message, why)
+    return message
+
+
+def _unsendable(message: object, why: McpError) -> Frame:
+    if not (isinstance(message, dict) and ("result" in message or "error" in message)):
+        raise InternalError(why.message)
+    request_id = message.get("id")
+    # An id is a string or an integer, so it always encodes: the answer still reaches
+    # the request it belongs to.
+    return error(
+        request_id if isinstance(request_id, str | int) else None,
+        InternalError(
+            f"upstream_error: the upstream's answer could not be sent: {why.message}",
+            {"origin": "mcpx"},
+        ),
+    )
 
 
 def loads(data: bytes | str) -> object:
