@@ -316,6 +316,7 @@ def test_exported_names_are_pinned() -> None:
             "setting",
             "state_dir",
             "user_config_file",
+            "write_state_json",
         ]
     )
     for name in config.__all__:
