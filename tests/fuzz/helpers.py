@@ -174,6 +174,14 @@ def healthy(api: httpx.Client) -> bool:
     return r.status_code == 200 and r.json() == {"ok": True}
 
 
+def assert_unharmed(watch: Watch, api: httpx.Client, *, told: str | None = None) -> None:
+    """After one example: nothing logged as a failure since the mark (``told``: as in
+    ``crashes``), and ``/health`` answering."""
+    logged = watch.log()
+    assert not crashes(logged, told=told), logged
+    assert healthy(api)
+
+
 def echo_still_works(mcp: httpx.Client) -> str:
     """A plain 2026-07-28 ``tools/call`` of the demo's echo over /mcp: its text."""
     meta = modern_meta(client="fuzz")
