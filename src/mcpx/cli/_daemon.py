@@ -26,15 +26,22 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
-from mcpx.config import ServerConfig, load_config_file, state_dir
+from mcpx.config import (
+    ServerConfig,
+    UnknownProfile,
+    load_config_file,
+    profile_reach,
+    state_dir,
+)
 from mcpx.daemon import EX_STATE_FULL, DaemonPaths, demo_server
+from mcpx.ops import PROFILE_HEADER
 
 from ._context import Loaded, load_settings, settings_options
 from ._http import Reply, UnixHttp
@@ -51,9 +58,24 @@ class _StateFull(click.ClickException):
 
 
 def servers_for(loaded: Loaded) -> dict[str, ServerConfig]:
-    """The configured servers, or the embedded default when there are none."""
-    servers = dict(load_config_file(loaded.config.path).servers) if loaded.config else {}
-    return servers or {"demo": demo_server()}
+    """The configured servers (less the disabled ones), or the embedded default when the
+    config names none at all."""
+    if loaded.config is None:
+        return {"demo": demo_server()}
+    file = load_config_file(loaded.config.path)
+    if not file.servers and not file.disabled:
+        return {"demo": demo_server()}
+    return dict(file.servers)
+
+
+def check_profile(servers: Mapping[str, ServerConfig], profile: str, what: str) -> None:
+    """Refuse (exit 2) a profile no configured server lists; empty is the default."""
+    if not profile:
+        return
+    try:
+        profile_reach(servers, profile)
+    except UnknownProfile as exc:
+        raise click.UsageError(f"{what}: {exc}") from None
 
 
 def alive(pid: int) -> bool:
@@ -75,9 +97,11 @@ def alive(pid: int) -> bool:
 class DaemonClient:
     """Talks to the daemon over its unix socket, starting it when needed."""
 
-    def __init__(self, loaded: Loaded) -> None:
+    def __init__(self, loaded: Loaded, *, profile: str | None = None) -> None:
         self.loaded = loaded
         self.paths = DaemonPaths(state_dir(loaded.settings))
+        # Every request asks as a host of this profile would see (None: everything).
+        self.profile = profile
 
     def info(self) -> dict[str, Any] | None:
         try:
@@ -87,13 +111,15 @@ class DaemonClient:
         return info if alive(int(info.get("pid", 0))) else None
 
     def http(self) -> UnixHttp:
-        return UnixHttp(str(self.paths.socket))
+        headers = {PROFILE_HEADER: self.profile} if self.profile else None
+        return UnixHttp(str(self.paths.socket), headers=headers)
 
     def healthy(self) -> bool:
         if self.info() is None:
             return False
         try:
-            return self.http().request("GET", "/health", timeout=2).status_code == 200
+            plain = UnixHttp(str(self.paths.socket))  # no profile: it is not the question
+            return plain.request("GET", "/health", timeout=2).status_code == 200
         except OSError:
             return False
 
@@ -259,6 +285,7 @@ def daemon_command(**params: Any) -> None:
             f"mcp.passthrough names {', '.join(map(repr, unknown))}, which is not a "
             f"configured server (configured: {', '.join(sorted(servers))})"
         )
+    check_profile(servers, str(loaded.settings["mcp.profile"]), "mcp.profile")
     from mcpx.daemon._serve import DaemonRunning, StartRefused
 
     try:

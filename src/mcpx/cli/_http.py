@@ -41,9 +41,13 @@ class Reply:
 
 
 class UnixHttp:
-    def __init__(self, path: str, timeout: float | None = None) -> None:
+    def __init__(
+        self, path: str, timeout: float | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         self.path = path
         self.timeout = timeout
+        # Sent with every request (Mcpx-Profile).
+        self.headers = headers or {}
 
     def request(
         self,
@@ -62,7 +66,9 @@ class UnixHttp:
         if params:
             path = f"{path}?{urlencode(params)}"
         body = None if json_body is None else json.dumps(json_body).encode()
-        headers = {"Content-Type": "application/json"} if body is not None else {}
+        headers = dict(self.headers)
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         conn = _UnixConnection(self.path, timeout if timeout is not None else self.timeout)
         try:
             conn.request(method, path, body=body, headers=headers)
@@ -89,7 +95,7 @@ class UnixHttp:
         if params:
             path = f"{path}?{urlencode(params)}"
         body = None if json_body is None else json.dumps(json_body).encode()
-        sent = dict(headers or {})
+        sent = {**self.headers, **(headers or {})}
         if body is not None:
             sent["Content-Type"] = "application/json"
         conn = _UnixConnection(self.path, None)

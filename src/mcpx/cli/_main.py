@@ -6,8 +6,11 @@ import click
 
 from mcpx import __version__
 
+from ._add import edit_commands
 from ._daemon import daemon_commands
 from ._elicit import elicit_group
+from ._import import import_command
+from ._install_host import install_host_command
 from ._ops import op_commands
 from ._protocol import protocol
 from ._serve import serve_command
@@ -35,7 +38,9 @@ cli.add_command(protocol)
 cli.add_command(serve_command)
 cli.add_command(elicit_group)
 cli.add_command(task_group)
-for command in (*daemon_commands(), *op_commands()):
+cli.add_command(import_command)
+cli.add_command(install_host_command)
+for command in (*daemon_commands(), *op_commands(), *edit_commands()):
     cli.add_command(command)
 
 

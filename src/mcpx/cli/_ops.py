@@ -84,14 +84,14 @@ def _command(op: Operation) -> click.Command:
     positional = [p for name in spec.positional for p in op.params if p.name == name]
     has_arguments = any(p.name == "arguments" for p in op.params)
 
-    def run(as_json: bool, pairs: tuple[str, ...] = (), **params: Any) -> None:
+    def run(as_json: bool, profile: str | None, pairs: tuple[str, ...] = (), **params: Any) -> None:
         loaded = load_settings(params)
         args = {p.name: params.get(p.name) for p in op.params if p.name != "arguments"}
         for p in op.params:
             given = args.get(p.name)
             if p.schema.get("type") == "object" and isinstance(given, str):
                 args[p.name] = json.loads(given)
-        client = DaemonClient(loaded)
+        client = DaemonClient(loaded, profile=profile)
         if has_arguments:
             args["arguments"] = _arguments(client, args, pairs, params.get("args_json"))
             if loaded.settings.origin("pool.callTimeout").kind.value == "flag":
@@ -119,6 +119,12 @@ def _command(op: Operation) -> click.Command:
     command = click.option("--json", "as_json", is_flag=True, help="Print the raw JSON response.")(
         command
     )
+    command = click.option(
+        "--profile",
+        metavar="NAME",
+        default=None,
+        help="See and call only what a host of profile NAME would (default: every server).",
+    )(command)
     for param in op.params:
         # Headers are the HTTP client's business (Last-Event-ID): not options.
         if param not in positional and param.name != "arguments" and param.where != "header":

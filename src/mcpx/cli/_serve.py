@@ -42,7 +42,7 @@ from typing import Any, Final
 import click
 
 from ._context import load_settings, settings_options
-from ._daemon import DaemonClient, alive
+from ._daemon import DaemonClient, alive, check_profile, servers_for
 
 __all__ = ["HANDOFF", "carry_lines", "handoff", "serve_command", "serve_stdio"]
 
@@ -161,10 +161,18 @@ def carry_lines(sock: socket.socket) -> None:
     show_default=True,
     help="stdio: serve this process's stdin/stdout through the daemon.",
 )
+@click.option(
+    "--profile",
+    metavar="NAME",
+    default=None,
+    help="Offer this host only the servers of profile NAME (default: mcp.profile).",
+)
 @settings_options
-def serve_command(transport: str, **params: Any) -> None:
+def serve_command(transport: str, profile: str | None, **params: Any) -> None:
     """Serve MCP on stdio, through the daemon (started if needed)."""
     loaded = load_settings(params)
+    if profile is not None:
+        check_profile(servers_for(loaded), profile, "--profile")
     client = DaemonClient(loaded)
     client.ensure()
     if transport == "http":
@@ -177,6 +185,8 @@ def serve_command(transport: str, **params: Any) -> None:
     if loaded.settings.origin("mcp.passthrough").kind.value != "default":
         # --passthrough (or its env var) on serve: this host's own pass-through servers.
         options["passthrough"] = list(loaded.settings["mcp.passthrough"])
+    if profile is not None:
+        options["profile"] = profile
     wait = float(loaded.settings["daemon.stopGrace"]) + _RESTART_WAIT
 
     def next_daemon(pid: int) -> None:

@@ -41,11 +41,14 @@ _GROUPS: Final = frozenset(
 
 @dataclass(frozen=True)
 class ConfigFile:
-    """A config file that was read and checked: raw settings by name, servers by name."""
+    """A config file that was read and checked: raw settings by name, servers by the name
+    they are offered under (``disabled`` holds those whose ``mcpx.disabled`` is true: they
+    are not run or offered)."""
 
     path: Path
     settings: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     servers: Mapping[str, ServerConfig] = field(default_factory=lambda: MappingProxyType({}))
+    disabled: Mapping[str, ServerConfig] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def load_config_file(path: Path | str) -> ConfigFile:
@@ -83,28 +86,38 @@ def parse_config_text(text: str, path: Path | str) -> ConfigFile:
         if key not in TOP_LEVEL_KEYS:
             hint = did_you_mean(key, TOP_LEVEL_KEYS)
             raise doc.error((key,), f"is not a config file key{hint}", key=True)
+    servers = _servers(doc, root)
     return ConfigFile(
         path=doc.path,
         settings=MappingProxyType(_settings(doc, root.get("settings"))),
-        servers=MappingProxyType(_servers(doc, root)),
+        servers=MappingProxyType({n: s for n, s in servers.items() if not s.disabled}),
+        disabled=MappingProxyType({n: s for n, s in servers.items() if s.disabled}),
     )
 
 
 def _servers(doc: Document, root: dict[str, object]) -> dict[str, ServerConfig]:
+    """Every server entry by the name it is offered under, disabled ones included."""
     servers: dict[str, ServerConfig] = {}
-    first_seen: dict[str, str] = {}
+    first_seen: dict[str, tuple[str, str]] = {}
     for block in _SERVER_BLOCKS:
         entries = root.get(block)
         if entries is None:
             continue
         if not isinstance(entries, dict):
             raise doc.error((block,), "must be an object of servers by name")
-        for name, entry in entries.items():
-            if name in servers:
-                problem = f"is also defined in {first_seen[name]}; a name must be unique"
-                raise doc.error((block, name), problem, key=True)
-            servers[name] = parse_server(doc, (block, name), entry)
-            first_seen[name] = block
+        for key, entry in entries.items():
+            server = parse_server(doc, (block, key), entry)
+            if server.name in servers:
+                other_block, other = first_seen[server.name]
+                problem = (
+                    f"is also defined in {other_block}; a name must be unique"
+                    if key == other == server.name
+                    else f"is offered as {server.name!r}, as {other_block}.{other} is; "
+                    "a name must be unique (mcpx.namespace)"
+                )
+                raise doc.error((block, key), problem, key=True)
+            servers[server.name] = server
+            first_seen[server.name] = (block, key)
     return servers
 
 

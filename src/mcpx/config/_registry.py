@@ -34,6 +34,7 @@ __all__ = [
     "CONFIG_FLAG",
     "LOG_LEVELS",
     "SETTINGS",
+    "SURFACES",
     "UPSTREAM_PROTOCOLS",
     "by_flag",
     "setting",
@@ -43,6 +44,8 @@ __all__ = [
 CONFIG_ENV: Final = "MCPX_CONFIG"
 CONFIG_FLAG: Final = "--config"
 
+# What tools/list offers MCP hosts (mcp.surface).
+SURFACES: Final = ("gateway", "lean", "full")
 UPSTREAM_PROTOCOLS: Final = (
     "prefer-discover",
     "prefer-initialize",
@@ -264,6 +267,20 @@ _SEED: Final[tuple[Setting, ...]] = (
         (),
         "Configured servers whose own tools, prompts and resources /mcp offers as themselves.",
         aliases=("--passthrough",),
+    ),
+    Setting(
+        "mcp.profile",
+        StringKind(allow_empty=True),
+        "",
+        "The profile MCP hosts get when they name none (empty: the default profile, "
+        "every server whose mcpx.default holds).",
+    ),
+    Setting(
+        "mcp.surface",
+        ChoiceKind(SURFACES),
+        "gateway",
+        "What tools/list offers: gateway (mcpx's tools and pass-through servers), lean "
+        "(only search, describe and call) or full (every upstream tool, prefixed).",
     ),
     _integer("events.history", 1024, "Events kept for replay on /v1/events.", 0),
     _integer("events.maxSubscribers", 64, "Most /v1/events streams open at once (503 beyond).", 1),

@@ -3,7 +3,10 @@
 Taken unchanged: Claude Desktop / Claude Code ``{command, args, env, cwd}``, ``{url,
 headers}`` and ``{type: "sse" | "http" | "streamable-http", url, headers}``; VS Code
 ``{type: "stdio", command, args, env, cwd}`` and ``{type: "http" | "sse", url, headers}``.
-mcpx adds three optional keys of its own: ``scope``, ``protocol`` and ``auth``.
+mcpx adds optional keys of its own: ``scope``, ``protocol`` and ``auth`` beside the host's
+keys, and an ``mcpx`` block for what it offers of the server: ``tools`` and
+``excludeTools`` (glob filters), ``namespace`` (the name it is offered under),
+``description``, ``disabled``, ``profiles`` and ``default``.
 
 Invariants:
 
@@ -13,6 +16,12 @@ Invariants:
 - Every key mcpx reads is checked for its type, and an error points at the offending
   value. Keys mcpx does not read (``disabled``, ``envFile``, whatever a host adds) are
   kept in ``raw`` and ignored. A key whose value is ``null`` counts as absent.
+- ``name`` is what the server is known by everywhere (pool, catalogue, /v1, MCP): its
+  ``mcpx.namespace``, else its key. ``key`` is where it is in the file.
+- A server is in the default profile unless ``mcpx.default`` is false; an entry that lists
+  ``profiles`` and says nothing of ``default`` is only in those profiles.
+- A tool is offered when it matches an allow-list glob (or there is no allow-list) and
+  no ``excludeTools`` glob; globs are ``fnmatch`` patterns, case-sensitive.
 - ``raw`` is the entry as written; nothing here rewrites values (``${input:...}``
   placeholders and relative paths stay as they are).
 - What is shown of a server never holds a credential: ``shown_url`` is the url as
@@ -22,6 +31,8 @@ Invariants:
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -32,7 +43,7 @@ from ._jsontext import ConfigError, Document, JsonPath
 from ._redact import REDACTED, redact_headers, redact_url
 from ._registry import UPSTREAM_PROTOCOLS
 
-__all__ = ["AUTH_TYPES", "SCOPES", "TRANSPORTS", "ServerConfig", "parse_server"]
+__all__ = ["AUTH_TYPES", "MCPX_KEYS", "SCOPES", "TRANSPORTS", "ServerConfig", "parse_server"]
 
 Transport = Literal["stdio", "http", "sse"]
 Scope = Literal["shared", "identity"]
@@ -47,6 +58,18 @@ AUTH_TYPES: Final = ("bearer", "basic", "header", "query", "env", "oauth")
 _LOCAL_ONLY: Final = ("command", "args", "env", "cwd")
 _REMOTE_ONLY: Final = ("url", "headers")
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
+# The keys of a server's mcpx block; any other is refused (a typo would silently offer all).
+MCPX_KEYS: Final = (
+    "tools",
+    "excludeTools",
+    "namespace",
+    "description",
+    "disabled",
+    "profiles",
+    "default",
+)
+# A namespace is a server name: it prefixes prompts (<name>_<prompt>) and mcpx:// URIs.
+_NAMESPACE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def _nothing() -> Mapping[str, str]:
@@ -74,6 +97,23 @@ class ServerConfig:
     protocol: str | None = None
     auth: Mapping[str, object] | None = None
     raw: Mapping[str, object] = field(default_factory=_nothing)
+    key: str = ""
+    tools: tuple[str, ...] = ()
+    exclude_tools: tuple[str, ...] = ()
+    description: str | None = None
+    disabled: bool = False
+    profiles: tuple[str, ...] = ()
+    in_default: bool = True
+
+    def offers_tool(self, name: str) -> bool:
+        """Whether the tool ``name`` passes this server's filters."""
+        if self.tools and not any(fnmatch.fnmatchcase(name, p) for p in self.tools):
+            return False
+        return not any(fnmatch.fnmatchcase(name, p) for p in self.exclude_tools)
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.tools or self.exclude_tools)
 
     @property
     def shown_url(self) -> str | None:
@@ -97,16 +137,24 @@ def parse_server(doc: Document, where: JsonPath, value: object) -> ServerConfig:
         ConfigError: the entry is not an object, its transport cannot be told, or a key
             mcpx reads has the wrong type; the message points at the offending value.
     """
-    name = str(where[-1])
-    if not name:
+    key = str(where[-1])
+    if not key:
         raise doc.error(where, "needs a non-empty server name", key=True)
     if not isinstance(value, dict):
         raise doc.error(where, "must be an object")
     entry = _Entry(doc, where, value)
     transport = _transport(entry)
     _refuse_foreign_keys(entry, transport)
+    offer = _mcpx_block(entry)
     return ServerConfig(
-        name=name,
+        name=offer.string("namespace") or key,
+        key=key,
+        tools=offer.strings("tools"),
+        exclude_tools=offer.strings("excludeTools"),
+        description=offer.string("description"),
+        disabled=offer.boolean("disabled", False),
+        profiles=offer.strings("profiles"),
+        in_default=offer.boolean("default", not offer.has("profiles")),
         transport=transport,
         command=entry.string("command"),
         args=entry.strings("args"),
@@ -173,6 +221,14 @@ class _Entry:
             raise self.error("must be an http or https URL", key)
         return value
 
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error("must be true or false", key)
+        return value
+
     def choice(self, key: str, choices: tuple[str, ...]) -> str | None:
         value = self.raw.get(key)
         if value is None:
@@ -221,6 +277,27 @@ def _refuse_foreign_keys(entry: _Entry, transport: Transport) -> None:
     for key in foreign:
         if entry.has(key):
             raise entry.error(f"is not used by {transport} servers", key, key=True)
+
+
+def _mcpx_block(entry: _Entry) -> _Entry:
+    """The entry's ``mcpx`` block, its keys and their types checked."""
+    block = entry.raw.get("mcpx")
+    if block is None:
+        block = {}
+    if not isinstance(block, dict):
+        raise entry.error("must be an object", "mcpx")
+    offer = _Entry(entry.doc, (*entry.where, "mcpx"), block)
+    for key in block:
+        if key not in MCPX_KEYS:
+            raise offer.error(f"is not an mcpx key: one of {', '.join(MCPX_KEYS)}", key, key=True)
+    namespace = offer.string("namespace")
+    if namespace is not None and not _NAMESPACE.fullmatch(namespace):
+        raise offer.error("must be letters, digits, '_', '.' or '-'", "namespace")
+    for key in ("tools", "excludeTools", "profiles"):
+        for i, item in enumerate(offer.strings(key)):
+            if not item:
+                raise offer.error("must be a non-empty string", key, i)
+    return offer
 
 
 def _auth(entry: _Entry) -> Mapping[str, object] | None:

@@ -30,12 +30,14 @@ from mcpx import wire
 from mcpx.config import BooleanKind, IntegerKind, InvalidValue
 from mcpx.ops import (
     OPERATIONS,
+    PROFILE_HEADER,
     OpContext,
     Operation,
     OpError,
     Status,
     check_input,
     openapi,
+    profiled,
     run_operation,
 )
 
@@ -193,9 +195,11 @@ def _route(op: Operation, ctx: Callable[[], OpContext], later: Timers) -> Route:
         try:
             args = await _gather(op, request)
             check_input(op, args)
+            # A caller may look as a host of one profile would (mcpx --profile P).
+            here = profiled(ctx(), request.headers.get(PROFILE_HEADER))
             if op.relays and _NDJSON in request.headers.get("accept", ""):
-                return _relayed(op, ctx(), args, request, later)  # type: ignore[return-value]
-            out = await run_operation(op, ctx(), args)
+                return _relayed(op, here, args, request, later)  # type: ignore[return-value]
+            out = await run_operation(op, here, args)
             if op.stream is not None:
                 headers = {"Cache-Control": "no-store"}
                 return StreamingResponse(out, media_type=op.stream, headers=headers)

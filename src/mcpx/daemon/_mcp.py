@@ -43,7 +43,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from mcpx import wire
-from mcpx.ops import OpContext
+from mcpx.ops import PROFILE_HEADER, OpContext, OpError, profiled
 from mcpx.server import (
     Audience,
     Conn,
@@ -165,9 +165,23 @@ class McpEndpoint:
         if decoded.batch:
             return await self._batch(request, decoded)
         kind, frame = decoded.messages[0]
+        refusal = self._unknown_profile(request, frame.get("id") if kind is Kind.REQUEST else None)
+        if refusal is not None:
+            return refusal
         if stateless(frame, field_value(request.headers, MCP_PROTOCOL_VERSION)):
             return self._stateless(request, kind, frame)
         return await self._legacy(request, kind, frame)
+
+    def _unknown_profile(
+        self, request: Request, request_id: wire.RequestId | None
+    ) -> Response | None:
+        """A 400 for a profile no server lists: never served as if it were another."""
+        try:
+            profiled(self._ctx(), _profile(request))
+        except OpError as exc:
+            error = wire.InvalidParams(exc.message, exc.details)
+            return self._refused(400, exc.message, request_id, error=error)
+        return None
 
     def _batch_ok(self, request: Request) -> bool:
         # A session negotiated at a revision with batches, and no other header.
@@ -204,7 +218,7 @@ class McpEndpoint:
         ctx = self._ctx()
 
         async def run(answer: PostAnswer) -> wire.Frame | None:
-            conn = Conn(transport="http")
+            conn = Conn(transport="http", profile=_profile(request))
             return await dispatch(
                 frame, conn, ctx, settings=ctx.settings, headers=request.headers, notify=answer.emit
             )
@@ -260,7 +274,12 @@ class McpEndpoint:
         """``initialize`` mints a session, if there is room for one (``_sessions``)."""
         ctx = self._ctx()
         minted = secrets.token_urlsafe(24)
-        conn = Conn(transport="http", session_id=minted, identity=f"http:{minted}")
+        conn = Conn(
+            transport="http",
+            session_id=minted,
+            identity=f"http:{minted}",
+            profile=_profile(request),
+        )
         opened = Session(minted, HostSession.open(conn, ctx.settings))
         # A session can always be pushed to: frames wait for its GET stream.
         conn.push = opened.deliver
@@ -353,3 +372,8 @@ class McpEndpoint:
         if not self.sessions.end(sid):
             return self._refused(404, _NOT_FOUND)
         return Response(status_code=200)
+
+
+def _profile(request: Request) -> str | None:
+    """The profile a request asks for: ``?profile=`` on the URL, else ``Mcpx-Profile``."""
+    return request.query_params.get("profile") or request.headers.get(PROFILE_HEADER) or None

@@ -83,7 +83,9 @@ class ConfigFollower:
         except ConfigError as exc:
             self._reject(str(exc), digest)
             return None
-        servers = dict(loaded.servers) or self._default
+        # The embedded default stands in only for a file that names no server at all
+        # (one whose servers are all disabled offers none).
+        servers = dict(loaded.servers) if loaded.servers or loaded.disabled else self._default
         lost = [name for name in self._passthrough if name not in servers]
         if lost:
             reason = (
@@ -137,11 +139,16 @@ class ConfigFollower:
 
 
 def applying(
-    pool: Pool, catalogue: Catalogue, audience: Audience, passthrough: Iterable[str]
+    pool: Pool,
+    catalogue: Catalogue,
+    audience: Audience,
+    passthrough: Iterable[str],
+    *,
+    every: bool = False,
 ) -> Callable[[Mapping[str, ServerConfig]], dict[str, list[str]]]:
     """The follower's ``apply``: the pool's, then what that makes stale. Hosts hear of
     the resource list once (every server's resources are in it); of a tool list, where
-    the server is passed through to them."""
+    the server is passed through to them (or ``every`` server's tools are listed)."""
     through = tuple(passthrough)
 
     def apply(servers: Mapping[str, ServerConfig]) -> dict[str, list[str]]:
@@ -152,7 +159,7 @@ def applying(
         if touched:
             audience.upstream_notified(touched[0], _RESOURCES_CHANGED, through)
         for server in touched:
-            audience.upstream_notified(server, _TOOLS_CHANGED, through)
+            audience.upstream_notified(server, _TOOLS_CHANGED, through, every=every)
         return changes
 
     return apply

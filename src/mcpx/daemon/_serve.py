@@ -152,6 +152,8 @@ def _hooks(
     settings: Settings,
     events: EventBus,
 ) -> Hooks:
+    full = settings["mcp.surface"] == "full"  # every server's tools are listed to hosts
+
     def on_stderr(server: str, line: str) -> None:
         upstream_log.info(line, extra={"server": server})
         events.publish("server.log", {"source": "stderr", "message": line}, server=server)
@@ -162,7 +164,7 @@ def _hooks(
         if method.endswith("/list_changed") and catalogue:
             catalogue[0].invalidate(server)
             # After the invalidation: a host that lists again sees the new list.
-            audience.upstream_notified(server, method, settings["mcp.passthrough"])
+            audience.upstream_notified(server, method, settings["mcp.passthrough"], every=full)
         # Progress and log lines back to the hosts whose calls are running.
         calls.upstream_notified(server, method, params, scope)
         if method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
@@ -279,7 +281,13 @@ def serve(
                     config_file,
                     default,
                     tuple(settings["mcp.passthrough"]),
-                    applying(pool, catalogue, audience, settings["mcp.passthrough"]),
+                    applying(
+                        pool,
+                        catalogue,
+                        audience,
+                        settings["mcp.passthrough"],
+                        every=settings["mcp.surface"] == "full",
+                    ),
                     lambda kind, data: events.publish(kind, data),
                 )
                 running.start_soon(follower.follow, float(settings["daemon.configPoll"]))

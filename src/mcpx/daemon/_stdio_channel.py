@@ -133,7 +133,7 @@ class StdioChannel:
             self._pause.cancel()
 
     def configure(self, options: dict[str, Any]) -> None:
-        """This host's own settings, sent by ``mcpx serve`` (its ``--passthrough``), and
+        """This host's own settings, sent by ``mcpx serve`` (``--passthrough``, ``--profile``), and
         its session's state when it comes back from a daemon that restarted."""
         resume = options.get("resume")
         if isinstance(resume, dict):
@@ -152,6 +152,11 @@ class StdioChannel:
             if unknown:
                 log.warning("passthrough names unknown servers, ignored: %s", unknown)
             self.conn.passthrough = tuple(known)
+        profile = options.get("profile")
+        if isinstance(profile, str) and profile:
+            # Checked by mcpx serve against its config; one the daemon's config does not
+            # know reaches no server (ops.OpContext.reach), never every server.
+            self.conn.profile = profile
 
     def stop_reading(self) -> None:
         """Read no more lines; what is in flight drains as at EOF."""

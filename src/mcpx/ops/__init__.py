@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import ERROR_SCHEMA, OpError
 from ._limits import ArgumentsTooLarge
 from ._openapi import openapi
-from ._operations import OPERATIONS, QUESTIONS_HEADER, by_name
+from ._operations import OPERATIONS, PROFILE_HEADER, QUESTIONS_HEADER, by_name
 from ._plain_schema import QuickCheck, plain_check
 from ._resource_owner import upstream_resource
 from ._search import rank_tools
@@ -30,7 +30,7 @@ from ._uris import gateway_template, gateway_uri, original_uri, split_gateway
 
 if TYPE_CHECKING:
     from ._catalogue import Catalogue
-    from ._context import OpContext
+    from ._context import OpContext, profiled
     from ._handlers import HANDLERS, run_operation
     from ._operation_input import check_input, input_problem
     from ._upstream_call import TRACE_KEYS, request_for_caller, upstream_error
@@ -39,6 +39,7 @@ __all__ = [
     "ERROR_SCHEMA",
     "HANDLERS",
     "OPERATIONS",
+    "PROFILE_HEADER",
     "QUESTIONS_HEADER",
     "TRACE_KEYS",
     "ArgumentsTooLarge",
@@ -58,6 +59,7 @@ __all__ = [
     "openapi",
     "original_uri",
     "plain_check",
+    "profiled",
     "rank_tools",
     "request_for_caller",
     "run_operation",
@@ -70,6 +72,7 @@ __all__ = [
 _LAZY = {
     "Catalogue": "_catalogue",
     "OpContext": "_context",
+    "profiled": "_context",
     "HANDLERS": "_handlers",
     "run_operation": "_handlers",
     "check_input": "_operation_input",

@@ -6,6 +6,10 @@ and revision, when, and the error if listing failed. Refreshed when asked
 ``list_changed`` (which drops the entry). Stored in ``<state>/catalogue.json``
 (atomic write, mode 0600); a missing or unreadable file is an empty catalogue.
 A broken server is listed with its error instead of hiding the rest.
+
+What is handed out holds only the tools the server's filters offer (``mcpx.tools``,
+``mcpx.excludeTools``); the file keeps the whole listing, so a filter changed while the
+daemon was down applies to what it reads back.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import anyio
 
 from mcpx import wire
 from mcpx.client import UpstreamError
-from mcpx.config import write_state_json
+from mcpx.config import ServerConfig, write_state_json
 from mcpx.pool import Pool, call_budget
 
 __all__ = ["Catalogue"]
@@ -38,6 +42,9 @@ class Catalogue:
         self.pool = pool
         self._entries: dict[str, dict[str, Any]] = self._read()
         self._locks: dict[str, anyio.Lock] = {}
+        # Per server: the stored entry, the config it was filtered for, the filtered copy
+        # (the same object while neither changes: pass-through indexes by identity).
+        self._offered: dict[str, tuple[dict[str, Any], ServerConfig, dict[str, Any]]] = {}
 
     async def entry(self, server: str, *, refresh: bool = False) -> dict[str, Any]:
         """What ``server`` offers (from disk unless asked to refresh or never listed).
@@ -49,19 +56,31 @@ class Catalogue:
         lock = self._locks.get(server)
         known = self._entries.get(server)
         if not refresh and known is not None and (lock is None or not lock.locked()):
-            return known  # no listing under way: nothing to wait for (the common case)
+            return self._offer(server, known)  # no listing under way (the common case)
         if lock is None:
             lock = self._locks[server] = anyio.Lock()
         async with lock:
             if refresh or server not in self._entries:
                 self._entries[server] = await self._list(server)
                 self._save()
-        return self._entries[server]
+        return self._offer(server, self._entries[server])
+
+    def _offer(self, server: str, entry: dict[str, Any]) -> dict[str, Any]:
+        """``entry`` with only the tools the server's filters offer."""
+        config = self.pool.servers.get(server)
+        if config is None or not config.filtered or not entry.get("tools"):
+            return entry
+        known = self._offered.get(server)
+        if known is not None and known[0] is entry and known[1] is config:
+            return known[2]
+        tools = [t for t in entry["tools"] if config.offers_tool(str(t.get("name")))]
+        shown = {**entry, "tools": tools}
+        self._offered[server] = (entry, config, shown)
+        return shown
 
     async def entries(
-        self, server: str | None, *, refresh: bool = False
+        self, names: list[str], *, refresh: bool = False
     ) -> dict[str, dict[str, Any]]:
-        names = [server] if server else sorted(self.pool.servers)
         out: dict[str, dict[str, Any]] = {}
         for name in names:
             out[name] = await self.entry(name, refresh=refresh)
@@ -85,7 +104,8 @@ class Catalogue:
 
     def known(self, server: str) -> dict[str, Any]:
         """The stored entry, without listing anything."""
-        return self._entries.get(server) or {}
+        entry = self._entries.get(server)
+        return self._offer(server, entry) if entry else {}
 
     def invalidate(self, server: str) -> None:
         if self._entries.pop(server, None) is not None:

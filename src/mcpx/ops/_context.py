@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -9,15 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpx import __version__
-from mcpx.config import Settings
+from mcpx.config import ServerConfig, Settings, UnknownProfile, profile_reach
 from mcpx.events import EventBus
 from mcpx.pool import Pool
 from mcpx.questions import Broker, CallsInFlight, HostAsker, Notify, StateSigner
 from mcpx.tasks import Tasks
 
 from ._catalogue import Catalogue
+from ._errors import OpError
 
-__all__ = ["OpContext"]
+__all__ = ["OpContext", "profiled"]
 
 
 @dataclass
@@ -62,5 +64,59 @@ class OpContext:
     # (None when none was judged yet), the frame, the method a result answers.
     trace: Callable[[str | None, Mapping[str, Any], str | None], None] | None = None
 
+    # The profile bounding what this request reaches (None: every configured server).
+    # Checked where the request came in: a name no server lists was refused there.
+    profile: str | None = None
+
+    def reach(self) -> frozenset[str] | None:
+        """The servers this request may reach (None: all), as the config says now."""
+        if self.profile is None:
+            return None
+        return _reach(self.pool.servers, self.profile)
+
+    def visible(self, server: str) -> bool:
+        """Whether ``server`` is configured and in this request's profile."""
+        reach = self.reach()
+        return server in self.pool.servers and (reach is None or server in reach)
+
+    def server_names(self) -> list[str]:
+        """The servers this request may reach, by name."""
+        reach = self.reach()
+        return sorted(s for s in self.pool.servers if reach is None or s in reach)
+
     def uptime(self) -> float:
         return round(time.time() - self.started, 3)
+
+
+def profiled(ctx: OpContext, profile: str | None) -> OpContext:
+    """``ctx`` bounded by ``profile`` (None or empty: as it is).
+
+    Raises:
+        OpError: 400 ``unknown_profile``, naming the profiles there are.
+    """
+    if not profile:
+        return ctx
+    try:
+        profile_reach(ctx.pool.servers, profile)
+    except UnknownProfile as exc:
+        raise OpError(400, "unknown_profile", str(exc), {"known": exc.known}) from exc
+    return dataclasses.replace(ctx, profile=profile)
+
+
+# Per profile: the servers mapping it was worked out from, and the reach. The mapping is
+# replaced (never changed) when the config reloads, so "is" tells a stale entry.
+_REACHES: dict[str, tuple[Mapping[str, ServerConfig], frozenset[str]]] = {}
+
+
+def _reach(servers: Mapping[str, ServerConfig], profile: str) -> frozenset[str]:
+    known = _REACHES.get(profile)
+    if known is not None and known[0] is servers:
+        return known[1]
+    try:
+        reach = profile_reach(servers, profile)
+    except ValueError:
+        reach = frozenset()  # the profile went with a reload: it reaches nothing now
+    if len(_REACHES) >= 64:
+        _REACHES.clear()
+    _REACHES[profile] = (servers, reach)
+    return reach

@@ -8,6 +8,8 @@ invalid_input     400     input or tool arguments fail their schema (names the f
 unknown_server    404     no such server (details.known lists the valid names)
 unknown_tool      404     no such tool on the server (details.known)
 unknown_operation 404     no such route
+unknown_profile   400     Mcpx-Profile (or ?profile=) names a profile no server lists
+                          (details.known lists the profiles)
 upstream_refused_input 400  the upstream answered -32602: the params do not fit it
                           (details.jsonrpc carries its error) — names the server
 upstream_error    502     the upstream failed or answered a JSON-RPC error
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["OpError"]
+__all__ = ["OpError", "unknown_server"]
 
 
 class OpError(Exception):
@@ -42,6 +44,15 @@ class OpError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+def unknown_server(name: str, known: list[str]) -> OpError:
+    """A server name the caller cannot reach, worded as if it were not configured at all:
+    a server outside the caller's profile is not to be told from one that does not exist."""
+    listed = ", ".join(known) or "none"
+    return OpError(
+        404, "unknown_server", f"no server named {name!r}; configured: {listed}", {"known": known}
+    )
 
 
 ERROR_SCHEMA: dict[str, Any] = {

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpx.events import EventFilter, sse_stream
 
-from ._errors import OpError
+from ._errors import OpError, unknown_server
 from ._resource_owner import upstream_resource
 
 if TYPE_CHECKING:
@@ -40,8 +40,8 @@ async def events(ctx: OpContext, args: dict[str, Any]) -> Any:
         # The URL's since asks for what came after it: nothing yet, so live events only.
         # (A Last-Event-ID beyond the last came from an earlier daemon: the bus replays.)
         since = None
-    if args.get("server") is not None and args["server"] not in ctx.pool.servers:
-        raise _unknown_server(ctx, args["server"])
+    if args.get("server") is not None and not ctx.visible(args["server"]):
+        raise unknown_server(args["server"], ctx.server_names())
     keepalive = float(ctx.settings["transport.sseKeepAlive"])
     named = args.get("uri")
     if not named:
@@ -75,16 +75,6 @@ async def _watch_target(ctx: OpContext, server: str | None, uri: str) -> tuple[s
     if server is None:
         return "name its server (server=…) or use its mcpx:// URI"
     return server, uri
-
-
-def _unknown_server(ctx: OpContext, server: str) -> OpError:
-    known = sorted(ctx.pool.servers)
-    return OpError(
-        404,
-        "unknown_server",
-        f"no server named {server!r}; configured: {', '.join(known) or 'none'}",
-        {"known": known},
-    )
 
 
 async def _released(

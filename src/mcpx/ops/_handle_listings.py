@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpx import spec
 
-from ._errors import OpError
+from ._errors import OpError, unknown_server
 from ._search import rank_tools
 from ._upstream_call import upstream
 
@@ -42,7 +42,8 @@ async def protocol(ctx: OpContext, args: dict[str, Any]) -> Any:
 
 async def servers_list(ctx: OpContext, args: dict[str, Any]) -> Any:
     out = []
-    for name, server in sorted(ctx.pool.servers.items()):
+    for name in ctx.server_names():
+        server = ctx.pool.servers[name]
         known = ctx.catalogue.known(name)
         out.append(
             {
@@ -50,6 +51,7 @@ async def servers_list(ctx: OpContext, args: dict[str, Any]) -> Any:
                 "transport": server.transport,
                 "command": [server.command, *server.args] if server.command else None,
                 "url": server.shown_url,
+                "description": server.description,
                 "scope": server.scope,
                 "protocol": server.protocol or ctx.settings["upstream.protocol"],
                 "instances": [i.status() for i in ctx.pool.instances(name)],
@@ -71,9 +73,13 @@ async def servers_list(ctx: OpContext, args: dict[str, Any]) -> Any:
 
 
 async def _catalogued(ctx: OpContext, args: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The catalogue entries of the server asked for, else of every server in reach."""
     server = args.get("server")
+    if server is not None and not ctx.visible(server):
+        raise unknown_server(server, ctx.server_names())
+    names = [server] if server else ctx.server_names()
     return await upstream(
-        server or "*", ctx.catalogue.entries(server, refresh=bool(args.get("refresh")))
+        server or "*", ctx.catalogue.entries(names, refresh=bool(args.get("refresh")))
     )
 
 
@@ -81,12 +87,16 @@ async def tools_list(ctx: OpContext, args: dict[str, Any]) -> Any:
     entries = await _catalogued(ctx, args)
     items = [(s, t) for s, e in entries.items() for t in e.get("tools") or []]
     if args.get("search"):
-        items = rank_tools(items, args["search"])
+        # Each server's description is context for its tools' words (ServerConfig.description).
+        about = {s: cfg.description for s, cfg in ctx.pool.servers.items() if s in entries}
+        items = rank_tools(items, args["search"], about)
     errors = {s: e["error"] for s, e in entries.items() if e.get("error")}
     return {"tools": [{"server": s, **t} for s, t in items], "errors": errors}
 
 
 async def catalogued_tool(ctx: OpContext, server: str, name: str) -> dict[str, Any] | None:
+    if not ctx.visible(server):
+        raise unknown_server(server, ctx.server_names())
     entry = await upstream(server, ctx.catalogue.entry(server))
     if entry.get("error"):
         return None  # unknown: let the upstream say (it may have come back)

@@ -11,9 +11,11 @@ from typing import Final
 
 from ._table import Cli, Operation, Param
 
-__all__ = ["OPERATIONS", "QUESTIONS_HEADER", "by_name"]
+__all__ = ["OPERATIONS", "PROFILE_HEADER", "QUESTIONS_HEADER", "by_name"]
 
 QUESTIONS_HEADER: Final = "Mcpx-Questions"
+# On any /v1 or /mcp request: the profile that bounds it (config.profile_reach).
+PROFILE_HEADER: Final = "Mcpx-Profile"
 _SERVER = Param("server", {"type": "string"}, "Configured server name", required=True)
 _SERVER_FILTER = Param("server", {"type": "string"}, "Only this server", where="query")
 _REFRESH = Param("refresh", {"type": "boolean"}, "List again from the upstreams", where="query")

@@ -20,7 +20,7 @@ __all__ = ["upstream_resource"]
 async def upstream_resource(ctx: OpContext, uri: str) -> tuple[str, str] | None:
     """(server, upstream URI) of an ``mcpx://`` URI; None if it names no configured server."""
     parts = split_gateway(uri)
-    if parts is None or parts[0] not in ctx.pool.servers:
+    if parts is None or not ctx.visible(parts[0]):
         return None
     server, rest = parts
     # A failed listing is recorded in the entry, not raised: the URI then decodes plainly.

@@ -118,7 +118,21 @@ async def request_for_caller(
     meta |= params.get("_meta") or {}
     level = more_verbose(ctx.log_level, str(ctx.settings["log.level"]))
     config = ctx.pool.servers.get(server)
-    scope = ctx.pool.scope_key(config, ctx.identity) if config is not None else ""
+    if config is None or not ctx.visible(server):
+        raise UnknownServer(server, ctx.server_names())
+    if (
+        method == "tools/call"
+        and config.filtered
+        and not config.offers_tool(str(params.get("name")))
+    ):
+        # Filtered out: as if the server did not have it, on every surface.
+        raise OpError(
+            404,
+            "unknown_tool",
+            f"{server} has no tool named {params.get('name')!r}",
+            {"server": server},
+        )
+    scope = ctx.pool.scope_key(config, ctx.identity)
     with (
         ctx.calls.call(server, ctx.notify, caller, ctx.log_level, ctx.asker, scope) as token,
         _reported(ctx, server, method, params) as outcome,

@@ -63,10 +63,13 @@ class Audience:
     def __len__(self) -> int:
         return len(self._conns)
 
-    def upstream_notified(self, server: str, method: str, passthrough: Iterable[str]) -> int:
+    def upstream_notified(
+        self, server: str, method: str, passthrough: Iterable[str], *, every: bool = False
+    ) -> int:
         """Relay an upstream's list change where it was promised; how many hosts got it.
 
         ``passthrough``: the daemon's pass-through servers (a connection may have its own).
+        ``every``: every server's tools are listed to hosts (``mcp.surface`` full).
         """
         kind = _LIST_CHANGED.get(method)
         if kind is None or kind == "prompts":
@@ -75,7 +78,7 @@ class Audience:
 
         def wants(conn: Conn) -> bool:
             through = conn.passthrough if conn.passthrough is not None else default
-            if kind == "tools" and server not in through:
+            if kind == "tools" and not every and server not in through:
                 return False  # this host's tool list did not change
             return _wants_list_changed(conn, kind)
 

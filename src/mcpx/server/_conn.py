@@ -75,6 +75,8 @@ class Conn:
     initialized: bool = False
     # The connection's own pass-through servers (None: the daemon's mcp.passthrough).
     passthrough: tuple[str, ...] | None = None
+    # The profile it asked for (mcpx serve --profile, /mcp?profile=; None: mcp.profile).
+    profile: str | None = None
     # Subscribed URIs (as the client named them) -> (server, upstream URI) watched.
     watching: dict[str, tuple[str, str]] = field(default_factory=dict)
 

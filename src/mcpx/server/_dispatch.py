@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from mcpx import wire
-from mcpx.config import LOG_LEVELS
+from mcpx.config import DEFAULT_PROFILE, LOG_LEVELS
 from mcpx.shapes import downgrade, downgrade_notification, envelope, server_capabilities
 from mcpx.spec import MODERN, NEWEST
 from mcpx.wire import (
@@ -38,6 +38,7 @@ from mcpx.wire import (
     field_value,
 )
 
+from . import _modes as modes
 from . import _passthrough as passthrough
 from . import _rounds as rounds
 from . import _subscriptions as subscriptions
@@ -60,12 +61,8 @@ log = logging.getLogger("mcpx.server")
 
 JSON = dict[str, Any]
 
-INSTRUCTIONS: Final = (
-    "mcpx is a gateway to the MCP servers configured on this machine. Find a tool with "
-    "mcpx_search_tools, then run it with mcpx_call (server, tool, arguments); "
-    "mcpx_servers lists the servers. Prompts are named <server>_<prompt>; resources are "
-    "mcpx://<server>/<percent-encoded uri>."
-)
+# What a host is told at the handshake, in mcpx's default surface.
+INSTRUCTIONS: Final = modes.instructions("gateway")
 
 
 @dataclass(frozen=True)
@@ -198,6 +195,8 @@ async def _answer(
     per_request = replace(
         ctx,
         passthrough=conn.passthrough,
+        # A host always has a profile: its own, else the daemon's, else the default.
+        profile=conn.profile or str(settings["mcp.profile"]) or DEFAULT_PROFILE,
         identity=scope,
         host_capabilities=host,
         notify=_spelling(notify, rev, ctx, settings),
@@ -270,7 +269,7 @@ async def _initialize(call: _Call) -> JSON:
         "protocolVersion": rev,
         "capabilities": _capabilities(call, rev),
         "serverInfo": _server_info(call.ctx),
-        "instructions": INSTRUCTIONS,
+        "instructions": modes.instructions(modes.mode(call.ctx)),
     }
 
 
@@ -278,12 +277,13 @@ async def _discover(call: _Call) -> JSON:
     return {
         "supportedVersions": [v for v in MODERN if v in call.settings.policy().precedence],
         "capabilities": _capabilities(call, call.revision),
-        "instructions": INSTRUCTIONS,
+        "instructions": modes.instructions(modes.mode(call.ctx)),
     }
 
 
 def _capabilities(call: _Call, rev: str) -> JSON:
-    through = bool(passthrough.servers(call.ctx))
+    # Upstream tools listed as mcpx's: their list changes are relayed.
+    through = bool(passthrough.servers(call.ctx)) or modes.mode(call.ctx) == "full"
     # A 2026-07-28 host is pushed to on its subscriptions/listen stream.
     can_push = call.conn.can_push or rev in MODERN
     return server_capabilities(rev, passthrough=through, can_push=can_push)

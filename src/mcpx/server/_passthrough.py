@@ -12,6 +12,9 @@ Invariants:
 - A name no pass-through server lists (and no gateway tool has) goes to the first of
   them: the upstream says whether it exists. A bare URI goes to the first that lists
   it or has a template it falls under, else to the first.
+- A server outside the request's profile is not passed through; the servers' tool
+  filters hold (the catalogue offers only what they let through, and a filtered tool
+  called by name is refused as unknown).
 - Forwarded params lose only what is mcpx's to set upstream: the protocol's own
   ``_meta`` keys, mcpx's, and the host's progress token.
 """
@@ -49,7 +52,7 @@ _EXPRESSION: Final = re.compile(r"\{[^{}]*\}")
 def servers(ctx: OpContext) -> tuple[str, ...]:
     """The pass-through servers, in the order configured."""
     named = ctx.passthrough if ctx.passthrough is not None else ctx.settings["mcp.passthrough"]
-    return tuple(str(s) for s in named if s in ctx.pool.servers)
+    return tuple(str(s) for s in named if ctx.visible(str(s)))
 
 
 async def merged(ctx: OpContext, kind: str) -> list[tuple[str, JSON]]:

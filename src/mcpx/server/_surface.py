@@ -6,9 +6,8 @@ dispatcher spells it for the client's revision. Protocol errors are raised as
 
 Invariants:
 
-- mcpx's own tools are generated from the operations table (``_TOOL_OPS``): name,
-  description (``op.doc``) and ``inputSchema`` (``op.input_schema()``) all come from the
-  operation, so the CLI, /v1 and MCP cannot drift apart. Their order is fixed.
+- mcpx's own tools, and which are offered, are ``_modes``' (by ``mcp.surface``); a
+  ``full`` surface's ``<server>_<tool>`` is forwarded to that server as ``tool``.
 - ``mcpx_call``'s result is the upstream's ``CallToolResult`` as it was sent. A failing
   operation is an ``isError`` result naming the problem, which a model can act on; only a
   tool mcpx does not have is -32602, since no retry fixes that.
@@ -27,7 +26,6 @@ import binascii
 import dataclasses
 import json
 from collections.abc import Callable, Mapping
-from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
 from mcpx.ops import (
@@ -45,6 +43,7 @@ from mcpx.ops import (
 from mcpx.spec import MODERN
 from mcpx.wire import InternalError, InvalidParams, McpError, ResourceNotFound
 
+from . import _modes as modes
 from . import _passthrough as passthrough
 
 if TYPE_CHECKING:
@@ -54,7 +53,6 @@ if TYPE_CHECKING:
 __all__ = [
     "call_tool",
     "complete",
-    "gateway_tools",
     "get_prompt",
     "list_prompts",
     "list_resources",
@@ -65,38 +63,22 @@ __all__ = [
 
 JSON = dict[str, Any]
 
-# Tool name -> operation. Named by what a model does with it, not by the route:
-# tools.list is offered for searching, so that a model sees a handful, not hundreds.
-_TOOL_OPS: Final = {
-    "mcpx_call": "call",
-    "mcpx_servers": "servers.list",
-    "mcpx_search_tools": "tools.list",
-}
 _SEARCH_LIMIT: Final = 10
 _SOURCE_META: Final = "dev.mcpx/source"
 _REASON_META: Final = "dev.mcpx/reason"
 _MATCH_KEYS: Final = ("server", "name", "description", "inputSchema")
 
 
-@cache
-def gateway_tools() -> tuple[JSON, ...]:
-    """mcpx's own ``Tool`` objects, newest shape, in a fixed order."""
-    return tuple(
-        {"name": name, "description": op.doc, "inputSchema": op.input_schema(headers=False)}
-        for name, op in _tool_ops().items()
-    )
-
-
-@cache
-def _tool_ops() -> dict[str, Operation]:
-    return {name: by_name(op) for name, op in _TOOL_OPS.items()}
-
-
 async def list_tools(ctx: OpContext, params: Mapping[str, Any], page_size: int) -> JSON:
-    """Pass-through tools first (by name), then mcpx's own that none of them shadows."""
+    """Pass-through tools first (by name), then (``full``) every other server's tools
+    prefixed, then mcpx's own that none of them shadows."""
+    surface = modes.mode(ctx)
     upstream = sorted((t for _, t in await passthrough.merged(ctx, "tools")), key=_name)
+    if surface == "full":
+        prefixed = await modes.prefixed_tools(ctx, passthrough.servers(ctx))
+        upstream += sorted(prefixed, key=_name)
     shadowed = {t.get("name") for t in upstream}
-    own = [t for t in gateway_tools() if t["name"] not in shadowed]
+    own = [t for t in modes.own_tools(surface) if t["name"] not in shadowed]
     return _page("tools", [*upstream, *own], params, page_size)
 
 
@@ -113,15 +95,21 @@ async def call_tool(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
         McpError: a pass-through server's own JSON-RPC error, relayed.
     """
     name = params.get("name")
+    surface = modes.mode(ctx)
+    own = modes.own_ops(surface)
     if passthrough.servers(ctx) and isinstance(name, str):
         server = await passthrough.owner(ctx, "tools", name)
-        if server is None and name not in _TOOL_OPS:
+        if server is None and name not in own and not _prefixed(surface, name, ctx):
             server = passthrough.servers(ctx)[0]  # unlisted: the upstream says if it exists
         if server is not None:
             return await passthrough.forward(ctx, server, "tools/call", params)
-    op = _tool_ops().get(name) if isinstance(name, str) else None
+    op = own.get(name) if isinstance(name, str) else None
+    if op is None and isinstance(name, str) and (found := _prefixed(surface, name, ctx)):
+        server, tool = found
+        forwarded = await passthrough.forward(ctx, server, "tools/call", {**params, "name": tool})
+        return _readable_uris(server, forwarded)
     if op is None:
-        raise InvalidParams(f"no tool named {name!r}; mcpx has: {', '.join(_TOOL_OPS)}")
+        raise InvalidParams(f"no tool named {name!r}; mcpx has: {', '.join(own)}")
     arguments = params.get("arguments")
     arguments = {} if arguments is None else arguments
     problem = _argument_problem(op, arguments)
@@ -209,11 +197,11 @@ async def get_prompt(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
     through = passthrough.servers(ctx)
     if through and isinstance(name, str):
         server = await passthrough.owner(ctx, "prompts", name)
-        if server is None and _split_name(name, ctx) is None:
+        if server is None and modes.split_name(name, ctx) is None:
             server = through[0]  # unlisted: the upstream says if it exists
         if server is not None:
             return await passthrough.forward(ctx, server, "prompts/get", params)
-    found = _split_name(name, ctx) if isinstance(name, str) else None
+    found = modes.split_name(name, ctx) if isinstance(name, str) else None
     if found is None:
         raise InvalidParams(f"no prompt named {name!r}")
     args: JSON = {"server": found[0], "name": found[1]}
@@ -235,12 +223,9 @@ def _readable_messages(server: str, result: JSON) -> JSON:
     return {**result, "messages": readable}
 
 
-def _split_name(name: str, ctx: OpContext) -> tuple[str, str] | None:
-    # The first "_" that ends a configured server name: prompt names may hold "_" too.
-    for i, ch in enumerate(name):
-        if ch == "_" and name[:i] in ctx.pool.servers:
-            return name[:i], name[i + 1 :]
-    return None
+def _prefixed(surface: str, name: str, ctx: OpContext) -> tuple[str, str] | None:
+    """(server, tool) of a ``full`` surface's ``<server>_<tool>`` name."""
+    return modes.split_name(name, ctx) if surface == "full" else None
 
 
 # -- resources ---------------------------------------------------------------
@@ -327,7 +312,7 @@ async def complete(ctx: OpContext, params: Mapping[str, Any], rev: str) -> JSON:
         return _at_most_100(await passthrough.forward(ctx, server, "completion/complete", params))
     if ref.get("type") == "ref/prompt":
         name = ref.get("name")
-        found = _split_name(name, ctx) if isinstance(name, str) else None
+        found = modes.split_name(name, ctx) if isinstance(name, str) else None
         if found is None:
             raise InvalidParams(f"no prompt named {name!r}")
         server, upstream_ref = found[0], {**ref, "name": found[1]}
