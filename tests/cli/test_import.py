@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mcpx.cli._host_files import blank_jsonc, host_files
+from mcpx.config._host_configs import HOSTS, blank_jsonc, host_files
 
 DEMO = {"command": "python", "args": ["-m", "mcpx", "demo-server"]}
 VSCODE_SETTINGS = """{
@@ -110,14 +110,26 @@ def test_jsonc_is_blanked_in_place_and_locations_follow_the_platform(tmp_path: P
     assert blanked.count("\n") == VSCODE_SETTINGS.count("\n")
     assert json.loads(blanked)["mcp"]["servers"]["search"]["type"] == "http"
     assert blank_jsonc('{"a": "// not a comment,}"}') == '{"a": "// not a comment,}"}'
+    assert blank_jsonc('\ufeff{"a": [1,],} /* x') == ' {"a": [1 ] }     '
     home, cwd = tmp_path / "h", tmp_path / "w"
-    mac = host_files("claude", platform="darwin", home=home, cwd=cwd, env={})
+    mac = host_files(HOSTS["claude"], "darwin", home, cwd, {})
     assert mac[0].path == home / "Library/Application Support/Claude/claude_desktop_config.json"
-    win = host_files("vscode", platform="win32", home=home, cwd=cwd, env={"APPDATA": "C:/A"})
+    win = host_files(HOSTS["vscode"], "win32", home, cwd, {"APPDATA": "C:/A"})
     assert [f.path for f in win] == [
         Path("C:/A/Code/User/settings.json"),
         Path("C:/A/Code/User/mcp.json"),
         cwd / ".vscode" / "mcp.json",
     ]
-    cursor = host_files("cursor", platform="linux", home=home, cwd=cwd, env={})
+    cursor = host_files(HOSTS["cursor"], "linux", home, cwd, {})
     assert [f.path for f in cursor] == [home / ".cursor/mcp.json", cwd / ".cursor/mcp.json"]
+
+
+def test_mcpx_itself_is_not_imported(tmp_path: Path) -> None:
+    home, config = _home(tmp_path)
+    cursor = home / ".cursor" / "mcp.json"
+    mcpx = {"command": "/opt/venv/bin/mcpx", "args": ["serve", "--profile", "ops"]}
+    cursor.write_text(json.dumps({"mcpServers": {"mcpx": mcpx}}))
+    run = _run(home, config, "--from", "cursor")
+    assert run.returncode == 0, run.stderr
+    assert "skipped mcpx" in run.stdout + run.stderr and "mcpx itself" in run.stdout + run.stderr
+    assert set(json.loads(config.read_text())["mcpServers"]) == {"mine"}

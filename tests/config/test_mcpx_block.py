@@ -7,6 +7,7 @@ import pytest
 from mcpx.config import (
     ConfigError,
     UnknownProfile,
+    filter_notes,
     known_profiles,
     parse_config_text,
     profile_reach,
@@ -121,3 +122,20 @@ def test_two_servers_offered_under_one_name_are_refused(at: Locate) -> None:
         f"{PATH}:{where}: mcpServers.gh is offered as 'gh', as "
         "mcpServers.github is; a name must be unique (mcpx.namespace)"
     )
+
+
+def test_filter_notes_name_overlaps_typos_and_what_was_hidden() -> None:
+    text = _text(
+        a='{"command": "x", "mcpx": {"tools": ["issue_*", "pr_*"], '
+        '"excludeTools": ["issue_delete*", "isue_*"]}}'
+    )
+    [server] = parse_config_text(text, PATH).servers.values()
+    assert filter_notes(server) == [
+        "excludeTools 'issue_delete*' overlaps tools 'issue_*': a tool matching both is "
+        "hidden (excludeTools wins)"
+    ]
+    listed = ["issue_get", "issue_delete", "pr_merge", "repo_list"]
+    assert filter_notes(server, listed)[1:] == [
+        "excludeTools 'isue_*' matches none of the 4 tools listed",
+        "admitted by tools, hidden by excludeTools: issue_delete",
+    ]

@@ -22,16 +22,21 @@ The marker convention (HTML comments: GitHub renders nothing for them):
 
 The commands run against one real daemon (``support.daemon.running_daemon``) with its own
 state dir and a config whose one upstream is the demo server, named ``demo``, as on a fresh
-machine with the embedded default; its working directory is the daemon's home, its
-environment names that state dir and config.
+machine with the embedded default, and in the profile ``ops`` as well as ``default`` (so
+``--profile ops`` has something to show); its working directory is the daemon's home, its
+environment names that state dir and config. ``HOME`` is a fresh directory for each block
+(``XDG_CONFIG_HOME`` and ``APPDATA`` unset), shared by the block's commands in order: what
+``mcpx install-host`` or ``mcpx import`` read and write there is the block's own, never the
+user's.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -41,7 +46,13 @@ import pytest
 from support.daemon import Daemon, running_daemon
 
 README: Final = Path(__file__).resolve().parents[2] / "README.md"
-DEMO: Final = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
+DEMO: Final = {
+    "command": sys.executable,
+    "args": ["-m", "mcpx", "demo-server"],
+    "mcpx": {"profiles": ["ops"], "default": True},
+}
+# Where a host keeps its config, other than under HOME: unset, so HOME decides.
+_HOST_DIRS: Final = ("XDG_CONFIG_HOME", "APPDATA")
 _ANY_MARKER: Final = re.compile(r"^\s*<!--\s*test:")
 _MARKER: Final = re.compile(r"^<!-- test: (?:run|exit (\d+)) -->$")
 _FENCE: Final = re.compile(r"^(`{3,}|~{3,})")
@@ -52,6 +63,7 @@ class Command:
     line: int  # 1-based, in README.md
     argv: tuple[str, ...]
     status: int
+    block: int = 0  # which marked block, counted from 0
 
     def __str__(self) -> str:
         return f"README.md:{self.line}: {shlex.join(self.argv)}"
@@ -66,6 +78,7 @@ def marked_commands(text: str) -> list[Command]:
     """
     lines = text.split("\n")
     out: list[Command] = []
+    blocks = 0
     i = 0
     while i < len(lines):
         if not _ANY_MARKER.match(lines[i]):
@@ -78,9 +91,11 @@ def marked_commands(text: str) -> list[Command]:
         if fence is None:
             raise ValueError(f"README.md:{i + 1}: the marker is not followed by a fence")
         status = int(marker.group(1) or 0)
+        block = blocks
+        blocks += 1
         i += 2
         while i < len(lines) and not lines[i].startswith(fence.group(1)):
-            out.extend(_command(lines[i], i + 1, status))
+            out.extend(_command(lines[i], i + 1, status, block))
             i += 1
         if i == len(lines):
             raise ValueError(f"README.md:{i}: a marked block is never closed")
@@ -88,13 +103,13 @@ def marked_commands(text: str) -> list[Command]:
     return out
 
 
-def _command(line: str, number: int, status: int) -> list[Command]:
+def _command(line: str, number: int, status: int, block: int) -> list[Command]:
     stripped = line.strip()
     if not stripped or stripped.startswith("#"):
         return []
     if not stripped.startswith("mcpx "):
         raise ValueError(f"README.md:{number}: a marked block holds a non-mcpx line: {line!r}")
-    return [Command(number, tuple(shlex.split(stripped, comments=True)), status)]
+    return [Command(number, tuple(shlex.split(stripped, comments=True)), status, block)]
 
 
 COMMANDS: Final = marked_commands(README.read_text(encoding="utf-8"))
@@ -110,9 +125,34 @@ def test_the_readme_marks_commands_to_run() -> None:
     assert COMMANDS, f"{README} marks no command to run (<!-- test: run --> before a fence)"
 
 
+@pytest.fixture(scope="module")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
+    """A HOME directory per marked block, made on first use."""
+    made: dict[int, Path] = {}
+
+    def home(block: int) -> Path:
+        if block not in made:
+            made[block] = tmp_path_factory.mktemp(f"readme-home-{block}")
+        return made[block]
+
+    return home
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=str)
-def test_each_marked_command_exits_as_the_readme_says(command: Command, daemon: Daemon) -> None:
-    done = daemon.cli(*command.argv[1:])
+def test_each_marked_command_exits_as_the_readme_says(
+    command: Command, daemon: Daemon, homes: Callable[[int], Path]
+) -> None:
+    env = {k: v for k, v in daemon.env().items() if k not in _HOST_DIRS}
+    env["HOME"] = str(homes(command.block))
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpx", *command.argv[1:]],
+        cwd=daemon.home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == command.status, (
         f"{command} exited {done.returncode}, not {command.status}\n"
         f"stdout:\n{done.stdout[-2000:]}\nstderr:\n{done.stderr[-2000:]}"

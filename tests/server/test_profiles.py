@@ -1,8 +1,9 @@
 """Profiles and tool filters: what each host sees and can call, on every surface.
 
 A real daemon with four demo upstreams: ``demo`` (default profile, ``slow`` filtered
-out), ``ops-demo`` offered as ``ops`` (only in profile ``ops``, only ``echo`` and
-``now``), ``both`` (in ``ops`` and the default, only ``add``) and ``off`` (disabled).
+out, and a pattern with a typo), ``ops-demo`` offered as ``ops`` (only in profile
+``ops``, only ``echo`` and ``now``), ``both`` (in ``ops`` and the default, only
+``add``) and ``off`` (disabled).
 Hosts of both eras, with and without a profile, through ``mcpx serve`` and ``/mcp``;
 the CLI through ``--profile``. Every frame the daemon sent is checked strictly against
 its revision's schema when the daemon stops.
@@ -29,7 +30,7 @@ _DEMO = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
 
 def _servers() -> dict[str, Any]:
     return {
-        "demo": {**_DEMO, "mcpx": {"excludeTools": ["slow"]}},
+        "demo": {**_DEMO, "mcpx": {"tools": ["*"], "excludeTools": ["slow", "ech0"]}},
         "ops-demo": {
             **_DEMO,
             "mcpx": {
@@ -242,3 +243,58 @@ def test_a_daemon_whose_mcp_profile_no_server_lists_does_not_start(daemon: Daemo
         check=False,
     )
     assert started.returncode == 2 and "no profile named 'nope'" in started.stderr
+
+
+def test_the_filters_are_explained(daemon: Daemon) -> None:
+    daemon.cli("tools", "demo")  # listed, so that what the filters hid is known
+    servers = json.loads(daemon.cli("servers", "--json").stdout)["servers"]
+    demo = next(s for s in servers if s["name"] == "demo")
+    assert demo["filters"]["hidden"] == ["slow"]
+    notes = demo["filters"]["notes"]
+    assert "excludeTools 'slow' overlaps tools '*': a tool matching both is hidden" in notes[0]
+    assert any("excludeTools 'ech0' matches none of the" in n for n in notes), notes
+    assert "admitted by tools, hidden by excludeTools: slow" in notes
+    table = daemon.cli("servers").stdout
+    assert "demo: filters hide 1 (slow)" in table and "'ech0' matches none" in table
+    assert next(s for s in servers if s["name"] == "ops")["profiles"] == ["ops"]
+    settings = daemon.cli("settings")
+    assert settings.returncode == 0, settings.stderr
+    assert "profile default: both, demo" in settings.stdout
+    assert "profile ops: both, ops" in settings.stdout
+    assert "off: disabled (mcpx enable off)" in settings.stdout
+    profiles = json.loads(daemon.cli("settings", "--json").stdout)["profiles"]
+    assert profiles == {
+        "default": {"servers": ["both", "demo"]},
+        "ops": {"servers": ["both", "ops"]},
+    }
+
+
+def test_a_search_can_be_limited_and_says_how_many_matched(daemon: Daemon) -> None:
+    found = json.loads(
+        daemon.cli("tools", "--search", "echo text", "--limit", "1", "--json").stdout
+    )
+    assert len(found["tools"]) == 1 and found["total"] >= 2  # demo's and ops' echo
+    assert found["tools"][0]["name"] == "echo" and "inputSchema" in found["tools"][0]
+    with daemon.http() as api:
+        refused = api.get("/v1/tools", params={"limit": "0"})
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_input"
+
+
+def test_serve_refuses_to_pass_through_a_server_it_does_not_have(daemon: Daemon) -> None:
+    served = subprocess.run(
+        [sys.executable, "-m", "mcpx", "serve", "--passthrough", "demo,nope"],
+        env=daemon.env(),
+        cwd=daemon.home,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert served.returncode == 2 and "--passthrough names 'nope'" in served.stderr
+
+
+def test_a_prompt_takes_key_value_arguments_as_strings(daemon: Daemon) -> None:
+    got = daemon.cli("prompt", "demo", "hello", "name=42", "--json")
+    assert got.returncode == 0, got.stderr
+    assert "42" in json.dumps(json.loads(got.stdout)["messages"])

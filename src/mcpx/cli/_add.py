@@ -246,22 +246,23 @@ def _toggle(name: str, disabled: bool, dry_run: bool, params: dict[str, Any]) ->
     click.echo(f"{'would mark' if dry_run else 'marked'} {name} {state} in {edit.path}")
 
 
-@click.command("enable")
-@click.argument("name")
-@click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
-@settings_options
-def enable_command(name: str, dry_run: bool, **params: Any) -> None:
-    """Enable the server NAME (mcpx.disabled false)."""
-    _toggle(name, False, dry_run, params)
+def _toggle_command(verb: str, disabled: bool, about: str) -> click.Command:
+    @click.command(verb, help=about)
+    @click.argument("name")
+    @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
+    @settings_options
+    def command(name: str, dry_run: bool, **params: Any) -> None:
+        _toggle(name, disabled, dry_run, params)
+
+    return command
 
 
-@click.command("disable")
-@click.argument("name")
-@click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
-@settings_options
-def disable_command(name: str, dry_run: bool, **params: Any) -> None:
-    """Disable the server NAME (mcpx.disabled true): the daemon stops offering it."""
-    _toggle(name, True, dry_run, params)
+enable_command = _toggle_command("enable", False, "Enable the server NAME (mcpx.disabled false).")
+disable_command = _toggle_command(
+    "disable",
+    True,
+    "Disable the server NAME (mcpx.disabled true): the daemon stops offering it.",
+)
 
 
 def edit_commands() -> list[click.Command]:

@@ -1,8 +1,9 @@
 """``mcpx import``: add the servers other MCP hosts already have configured.
 
-Sources (``_host_files``): Claude Desktop, VS Code (user settings, user and workspace
-``mcp.json``), Cursor (user and workspace), or a FILE with ``mcpServers``, ``servers`` or
-``mcp.servers``. With no ``--from``, every host's files that exist.
+Sources (``config.HOSTS``, read by ``_host_files``): Claude Desktop, VS Code (user
+settings, user and workspace ``mcp.json``), Cursor (user and workspace), or a FILE with
+``mcpServers``, ``servers`` or ``mcp.servers``. With no ``--from``, every host's files
+that exist.
 
 Merging, in the order the sources are read:
 
@@ -10,7 +11,8 @@ Merging, in the order the sources are read:
   (the same command and args, or the same URL), is skipped and reported as merged.
 - A name already used for something different gets the source's name as a suffix
   (``github-cursor``; then ``-2``, ``-3``…), and the rename is reported.
-- An entry mcpx would refuse is skipped, with the reason.
+- An entry mcpx would refuse is skipped, with the reason; so is mcpx itself
+  (``mcpx serve``, as ``mcpx install-host`` writes it).
 
 What will be added is shown first (env and header values hidden); ``--dry-run`` stops
 there. Everything is added in one edit of the config file (``config.plan_edit``).
@@ -26,11 +28,19 @@ from typing import Any
 
 import click
 
-from mcpx.config import ConfigError, edit_target, parse_config_text, with_server
+from mcpx.config import (
+    HOSTS,
+    ConfigError,
+    HostPath,
+    edit_target,
+    host_files,
+    parse_config_text,
+    with_server,
+)
 
 from ._add import apply_edit, shown_entry
 from ._context import load_settings, settings_options
-from ._host_files import HOST_NAMES, HostFile, host_files, read_servers
+from ._host_files import read_servers
 
 __all__ = ["import_command"]
 
@@ -45,14 +55,22 @@ def _identity(entry: object) -> tuple[object, ...] | None:
     return None
 
 
-def _sources(given: str | None) -> list[HostFile]:
+def _is_mcpx(entry: object) -> bool:
+    """An entry ``mcpx install-host`` wrote: importing it would make mcpx its own upstream."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    args = entry.get("args") or []
+    return Path(entry["command"]).name == "mcpx" and args[:1] == ["serve"]
+
+
+def _sources(given: str | None) -> list[HostPath]:
     home, cwd = Path.home(), Path.cwd()
-    hosts = HOST_NAMES if given is None else (given,) if given in HOST_NAMES else ()
+    hosts = list(HOSTS) if given is None else [given] if given in HOSTS else []
     if not hosts:
-        return [HostFile(Path(given or "").stem or "file", Path(given or "").expanduser(), ())]
+        return [HostPath(Path(given or "").stem or "file", Path(given or "").expanduser(), ())]
     out = []
     for host in hosts:
-        out += host_files(host, platform=sys.platform, home=home, cwd=cwd, env=os.environ)
+        out += host_files(HOSTS[host], sys.platform, home, cwd, os.environ)
     return [f for f in out if f.path.is_file()]
 
 
@@ -76,8 +94,8 @@ def _free(name: str, suffix: str, taken: set[str]) -> str:
 
 
 def plan_import(
-    sources: list[HostFile], existing: dict[str, object]
-) -> tuple[list[tuple[str, dict[str, Any], HostFile]], list[str]]:
+    sources: list[HostPath], existing: dict[str, object]
+) -> tuple[list[tuple[str, dict[str, Any], HostPath]], list[str]]:
     """What to add (name, entry, where from) and what to say about the rest.
 
     Raises:
@@ -85,10 +103,13 @@ def plan_import(
     """
     taken = set(existing)
     seen = {_identity(e): n for n, e in existing.items() if _identity(e) is not None}
-    adds: list[tuple[str, dict[str, Any], HostFile]] = []
+    adds: list[tuple[str, dict[str, Any], HostPath]] = []
     notes: list[str] = []
     for source in sources:
-        for name, entry in read_servers(source.path, source.block or None).items():
+        for name, entry in read_servers(source.path, source.servers or None).items():
+            if _is_mcpx(entry):
+                notes.append(f"skipped {name} ({source.path}): it is mcpx itself (mcpx serve)")
+                continue
             problem = _problem(name, entry)
             if problem is not None or not isinstance(entry, dict):
                 notes.append(f"skipped {name} ({source.path}): {problem}")

@@ -1,9 +1,10 @@
 """``mcpx install-host HOST``: write mcpx itself into an MCP host's own config file.
 
 Job: put ``{"command": <this mcpx>, "args": ["serve"]}`` under ``--name`` (``mcpx``) in the
-servers of Claude Desktop, VS Code or Cursor (``mcpx.config._host_configs`` knows where
-each keeps them, and does the edit). Everything read from the process (the platform, the
-home directory, the environment, the clock, which ``mcpx`` runs) is read here.
+servers of Claude Desktop, VS Code or Cursor (``mcpx.config.HOSTS`` knows where each
+keeps them, and ``config.put_entry`` does the edit). Everything read from the process
+(the platform, the home directory, the environment, the clock, which ``mcpx`` runs) is
+read here.
 
 Invariants:
 
@@ -11,8 +12,12 @@ Invariants:
   found, so the host starts the same installation whatever its own ``PATH``; else ``mcpx``.
 - A second run changes nothing and says so; a run that changes the file backs it up first.
 - ``--print`` writes nothing: the snippet on stdout, where it would go on stderr.
-- A host file mcpx cannot read as JSON is refused (exit 2) with ``path:line:column`` and
-  left as it was.
+- A host file mcpx cannot read as JSONC (comments and trailing commas are fine; an entry
+  to change with comments inside it is not) is refused (exit 2) with
+  ``path:line:column`` and left as it was.
+- ``--profile P`` names a profile of the config this mcpx uses (``mcpx serve`` checks it
+  the same way when the host starts it): an unknown one is refused (exit 2) with the
+  profiles the config has, before anything is printed or written.
 """
 
 from __future__ import annotations
@@ -22,12 +27,13 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
-from mcpx.config import ConfigError
-from mcpx.config._host_configs import (
+from mcpx.config import (
     HOSTS,
+    ConfigError,
     host_config_path,
     put_entry,
     read_host_config,
@@ -36,7 +42,8 @@ from mcpx.config._host_configs import (
     write_host_config,
 )
 
-from ._context import UsageFailure
+from ._context import UsageFailure, load_settings, settings_options
+from ._daemon import check_profile, servers_for
 
 __all__ = ["install_host_command", "mcpx_executable"]
 
@@ -86,10 +93,15 @@ def mcpx_executable() -> str:
     show_default=True,
     help="The server's name in the host's config.",
 )
-def install_host_command(host: str, profile: str | None, print_only: bool, name: str) -> None:
+@settings_options
+def install_host_command(
+    host: str, profile: str | None, print_only: bool, name: str, **params: Any
+) -> None:
     """Write mcpx (``mcpx serve``) into HOST's MCP config, backing up the original."""
     if profile is not None and not profile.strip():
         raise UsageFailure("--profile needs a profile name")
+    if profile is not None:
+        check_profile(servers_for(load_settings(params)), profile, "--profile")
     if not name.strip():
         raise UsageFailure("--name needs a name")
     target = HOSTS[host]

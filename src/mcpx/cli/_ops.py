@@ -33,9 +33,7 @@ def _parse_pairs(pairs: tuple[str, ...], schema: dict[str, Any]) -> dict[str, An
     props = schema.get("properties") or {}
     out: dict[str, Any] = {}
     for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep:
-            raise click.UsageError(f"expected key=value, got {pair!r}")
+        key, raw = _pair(pair)
         if (props.get(key) or {}).get("type") == "string":
             out[key] = raw
             continue
@@ -146,11 +144,21 @@ def _arguments(
     client: DaemonClient, args: dict[str, Any], pairs: tuple[str, ...], raw: str | None
 ) -> dict[str, Any]:
     arguments: dict[str, Any] = json.loads(raw) if raw else {}
+    if pairs and "tool" not in args:
+        # A prompt's arguments are strings, whatever they look like.
+        return arguments | {k: v for k, v in (_pair(p) for p in pairs)}
     if pairs:
         response = client.call("GET", f"/v1/tools/{args['server']}/{args['tool']}")
         schema = response.json().get("inputSchema", {}) if response.status_code == 200 else {}
         arguments |= _parse_pairs(pairs, schema)
     return arguments
+
+
+def _pair(pair: str) -> tuple[str, str]:
+    key, sep, raw = pair.partition("=")
+    if not sep:
+        raise click.UsageError(f"expected key=value, got {pair!r}")
+    return key, raw
 
 
 def op_commands() -> list[click.Command]:

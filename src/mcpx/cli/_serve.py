@@ -171,8 +171,16 @@ def carry_lines(sock: socket.socket) -> None:
 def serve_command(transport: str, profile: str | None, **params: Any) -> None:
     """Serve MCP on stdio, through the daemon (started if needed)."""
     loaded = load_settings(params)
+    servers = servers_for(loaded)
     if profile is not None:
-        check_profile(servers_for(loaded), profile, "--profile")
+        check_profile(servers, profile, "--profile")
+    unknown = [s for s in loaded.settings["mcp.passthrough"] if s not in servers]
+    if unknown:
+        # Refused here, not ignored by the daemon: the host would silently lack them.
+        raise click.UsageError(
+            f"--passthrough names {', '.join(map(repr, unknown))}, which is not a "
+            f"configured server (configured: {', '.join(sorted(servers))})"
+        )
     client = DaemonClient(loaded)
     client.ensure()
     if transport == "http":

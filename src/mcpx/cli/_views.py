@@ -70,6 +70,18 @@ def _servers(doc: Any) -> None:
             ]
         )
     _table(["SERVER", "TRANSPORT", "STATE", "ERA", "REVISION", "PID", "COMMAND / URL"], rows)
+    for s in doc["servers"]:
+        # What a server's mcpx.tools / mcpx.excludeTools hide, and why.
+        filters = s.get("filters")
+        if not filters:
+            continue
+        hidden = filters.get("hidden")
+        shown = "not listed yet" if hidden is None else f"hide {len(hidden)}"
+        if hidden:
+            shown += f" ({', '.join(hidden)})"
+        click.echo(f"{s['name']}: filters {shown}")
+        for note in filters.get("notes") or []:
+            click.echo(f"  {note}")
 
 
 def _tools(doc: Any) -> None:

@@ -32,7 +32,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from ._file import parse_config_text
 from ._jsontext import ConfigError, Document, JsonPath, parse_document
@@ -164,12 +164,7 @@ def without_server(text: str, path: Path, name: str) -> str:
         ConfigError: ``text`` is not JSON.
         NoSuchServer: no entry has that name.
     """
-    doc = _document(text, path)
-    where = _where(doc, name)
-    if where is None:
-        raise NoSuchServer(f"{path}: no server named {name!r} is configured")
-    expected = copy.deepcopy(doc.value)
-    assert isinstance(expected, dict)
+    doc, where, expected = _configured(text, path, name)
     del expected[where[0]][name]
     return _checked(_remove_member(doc, where), path, expected)
 
@@ -183,12 +178,7 @@ def with_disabled(text: str, path: Path, name: str, disabled: bool) -> str:
         NoSuchServer: no entry has that name.
         EditRefused: the entry or its ``mcpx`` block is not an object.
     """
-    doc = _document(text, path)
-    where = _where(doc, name)
-    if where is None:
-        raise NoSuchServer(f"{path}: no server named {name!r} is configured")
-    expected = copy.deepcopy(doc.value)
-    assert isinstance(expected, dict)
+    doc, where, expected = _configured(text, path, name)
     entry = expected[where[0]][name]
     if not isinstance(entry, dict):
         raise EditRefused(f"{path}: the entry {name!r} is not an object")
@@ -264,6 +254,22 @@ def _where(doc: Document, name: str) -> JsonPath | None:
         if isinstance(entries, dict) and name in entries:
             return (block, name)
     return None
+
+
+def _configured(text: str, path: Path, name: str) -> tuple[Document, JsonPath, dict[Any, Any]]:
+    """The document, where the server ``name`` is in it, and a copy of its value to edit.
+
+    Raises:
+        ConfigError: ``text`` is not JSON.
+        NoSuchServer: no entry has that name.
+    """
+    doc = _document(text, path)
+    where = _where(doc, name)
+    if where is None:
+        raise NoSuchServer(f"{path}: no server named {name!r} is configured")
+    expected = copy.deepcopy(doc.value)
+    assert isinstance(expected, dict)
+    return doc, where, expected
 
 
 def _at(value: object, where: JsonPath) -> object:

@@ -102,6 +102,10 @@ class Catalogue:
             self._entries[server] = await self._list(server)
             self._save()
 
+    def listed(self, server: str) -> dict[str, Any]:
+        """The stored entry as the server listed it, before its filters."""
+        return self._entries.get(server) or {}
+
     def known(self, server: str) -> dict[str, Any]:
         """The stored entry, without listing anything."""
         entry = self._entries.get(server)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcpx import spec
+from mcpx.config import ServerConfig, filter_notes
 
 from ._errors import OpError, unknown_server
 from ._search import rank_tools
@@ -52,6 +53,9 @@ async def servers_list(ctx: OpContext, args: dict[str, Any]) -> Any:
                 "command": [server.command, *server.args] if server.command else None,
                 "url": server.shown_url,
                 "description": server.description,
+                "profiles": list(server.profiles),
+                "inDefaultProfile": server.in_default,
+                "filters": _filters(ctx, name, server) if server.filtered else None,
                 "scope": server.scope,
                 "protocol": server.protocol or ctx.settings["upstream.protocol"],
                 "instances": [i.status() for i in ctx.pool.instances(name)],
@@ -70,6 +74,19 @@ async def servers_list(ctx: OpContext, args: dict[str, Any]) -> Any:
             }
         )
     return {"servers": out}
+
+
+def _filters(ctx: OpContext, name: str, server: ServerConfig) -> dict[str, Any]:
+    """A filtered server's filters, what they hid of its last listing, and why."""
+    listed = ctx.catalogue.listed(name).get("tools")
+    names = [str(t.get("name")) for t in listed] if isinstance(listed, list) else None
+    hidden = None if names is None else [n for n in names if not server.offers_tool(n)]
+    return {
+        "tools": list(server.tools),
+        "excludeTools": list(server.exclude_tools),
+        "hidden": hidden,
+        "notes": filter_notes(server, names),
+    }
 
 
 async def _catalogued(ctx: OpContext, args: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -91,7 +108,10 @@ async def tools_list(ctx: OpContext, args: dict[str, Any]) -> Any:
         about = {s: cfg.description for s, cfg in ctx.pool.servers.items() if s in entries}
         items = rank_tools(items, args["search"], about)
     errors = {s: e["error"] for s, e in entries.items() if e.get("error")}
-    return {"tools": [{"server": s, **t} for s, t in items], "errors": errors}
+    total = len(items)
+    if args.get("limit") is not None:
+        items = items[: int(args["limit"])]
+    return {"tools": [{"server": s, **t} for s, t in items], "total": total, "errors": errors}
 
 
 async def catalogued_tool(ctx: OpContext, server: str, name: str) -> dict[str, Any] | None:

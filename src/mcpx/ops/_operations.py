@@ -62,11 +62,15 @@ OPERATIONS: tuple[Operation, ...] = (
         "tools.list",
         "GET",
         "/v1/tools",
-        "Tools across servers; search ranks by words",
+        "Tools across servers; search ranks them by what you want to do (BM25 over names, "
+        "descriptions and parameters), best first",
         "tools_list",
         params=(
             Param("server", {"type": "string"}, "Only this server", where="query"),
             Param("search", {"type": "string"}, "Words to search for", where="query"),
+            Param(
+                "limit", {"type": "integer", "minimum": 1}, "At most this many tools", where="query"
+            ),
             _REFRESH,
         ),
         cli=Cli("tools", positional=("server",), view="tools"),

@@ -159,7 +159,8 @@ def _argument_problem(op: Operation, arguments: object) -> str | None:
 def _search_matches(out: JSON) -> JSON:
     tools = out.get("tools") or []
     shown = [{k: t[k] for k in _MATCH_KEYS if k in t} for t in tools[:_SEARCH_LIMIT]]
-    return {"tools": shown, "total": len(tools), "errors": out.get("errors") or {}}
+    total = out.get("total", len(tools))
+    return {"tools": shown, "total": total, "errors": out.get("errors") or {}}
 
 
 def _json_result(value: JSON) -> JSON:
