@@ -5,7 +5,10 @@
 #
 #   scripts/conformance.sh           server leg through mcpx: a daemon on 127.0.0.1 with
 #                                    tests/fixtures/conformance_server.py as its stdio upstream
-#                                    "conformance" in pass-through mode, the suite on <url>/mcp;
+#                                    "conformance" in pass-through mode, the suite on <url>/mcp
+#                                    (and beside it "tasks", the same script with --tasks, in
+#                                    2025-11-25: the tasks scenarios' tools, whose
+#                                    execution.taskSupport a 2026-07-28 listing cannot carry);
 #                                    then the client leg (mcpx's upstream client, driven by
 #                                    tests/conformance/client_driver.py)
 #   scripts/conformance.sh --direct  server leg against the fixture itself over HTTP (no mcpx):
@@ -197,11 +200,16 @@ import sys
 
 path, python, fixture = sys.argv[1:]
 server = {"command": python, "args": [fixture, "--transport", "stdio"]}
+tasks = {
+    "command": python,
+    "args": [fixture, "--transport", "stdio", "--tasks"],
+    "protocol": "force-initialize",
+}
 with open(path, "w", encoding="utf-8") as out:
-    json.dump({"mcpServers": {"conformance": server}}, out)
+    json.dump({"mcpServers": {"conformance": server, "tasks": tasks}}, out)
 EOF
   start "$OUT/daemon.log" python -m mcpx daemon --state-dir "$state" --config "$config" \
-    --port 0 --address 127.0.0.1 --passthrough conformance
+    --port 0 --address 127.0.0.1 --passthrough conformance,tasks
   wait_for "the mcpx daemon" "$PID" "$OUT/daemon.log" 60 test -s "$state/daemon.json"
   url="$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["url"])' "$state/daemon.json")"
   port="${url##*:}"

@@ -10,7 +10,8 @@ false``, so a property the revision never defined is an error rather than silent
 allowed. Left open: ``_meta`` objects and open maps (tool arguments,
 structuredContent, JSON Schemas, experimental, extension settings, sampling
 metadata), and types composed with allOf/anyOf (closing a branch would reject the
-other branch's properties).
+other branch's properties), but for a type that is only ``allOf`` references, which is
+merged into one object type and closed whole.
 """
 
 from __future__ import annotations
@@ -156,10 +157,30 @@ def _reserve_meta(definition: dict[str, Any]) -> None:
         params["properties"].setdefault("_meta", {"type": "object"})
 
 
+def _merged(defs: dict[str, Any], definition: dict[str, Any]) -> dict[str, Any]:
+    """A definition that is only ``allOf`` references (2025-11-25's ``GetTaskResult``:
+    ``Result`` and ``Task``) as one object type with every part's properties, so that it
+    can be closed whole; any other definition as it is."""
+    parts = definition.get("allOf")
+    if not parts or not all(isinstance(p, dict) and set(p) == {"$ref"} for p in parts):
+        return definition
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for part in parts:
+        merged = _merged(defs, defs[part["$ref"].split("/")[-1]])
+        properties.update(merged.get("properties", {}))
+        required += [r for r in merged.get("required", []) if r not in required]
+    out = {"type": "object", "properties": properties, "required": required}
+    return {**{k: v for k, v in definition.items() if k != "allOf"}, **out}
+
+
 @cache
 def strict_schema(rev: str) -> dict[str, Any]:
     doc = copy.deepcopy(raw_schema(rev))
-    for name, definition in doc[_defs_key(doc)].items():
+    defs = doc[_defs_key(doc)]
+    for name, definition in list(defs.items()):
+        defs[name] = _merged(raw_schema(rev)[_defs_key(doc)], definition)
+    for name, definition in defs.items():
         if name in OPEN_DEFINITIONS or name.endswith("MetaObject"):
             continue
         _reserve_meta(definition)
@@ -249,13 +270,66 @@ def _request_errors(frame: dict[str, Any], rev: str, sender: str, kind: str) -> 
     return found + errors(body, rev, definition)
 
 
+# -- the 2026-07-28 tasks extension (its own schema, "ext-tasks") --------------
+
+_EXT_SCHEMA = "ext-tasks"  # raw_schema's name for the extension's schema
+# The extension's methods' results; tools/call's CreateTaskResult is told by resultType.
+_EXT_RESULTS = {
+    "tasks/get": "GetTaskResult",
+    "tasks/update": "UpdateTaskResult",
+    "tasks/cancel": "CancelTaskResult",
+}
+_ENVELOPE_KEYS = ("resultType", "_meta")
+
+
+def _extension_errors(frame: dict[str, Any], rev: str, answering: str | None) -> list[str] | None:
+    """How a 2026-07-28 frame only the tasks extension defines fails its schema (None:
+    not one of those). Its types are composed (``allOf`` with ``Result``), which cannot be
+    closed whole: each is checked as composed, and its task part (``Task``,
+    ``DetailedTask``, without the envelope keys) strictly."""
+    if rev != "2026-07-28":
+        return None
+    if frame.get("method") == "notifications/tasks":
+        params = {k: v for k, v in (frame.get("params") or {}).items() if k != "_meta"}
+        found = errors(frame, _EXT_SCHEMA, "TaskStatusNotification", strict=False)
+        return found + errors(params, _EXT_SCHEMA, "DetailedTask")
+    if frame.get("method") == "notifications/subscriptions/acknowledged":
+        notes = (frame.get("params") or {}).get("notifications")
+        if not isinstance(notes, dict) or "taskIds" not in notes:
+            return None
+        core = {**frame, "params": {**frame["params"], "notifications": {**notes}}}
+        del core["params"]["notifications"]["taskIds"]
+        ids = {"taskIds": notes["taskIds"]}
+        found = frame_errors(core, rev, sender="server")
+        return found + errors(ids, _EXT_SCHEMA, "TaskSubscriptionAcknowledgedNotifications")
+    result = frame.get("result")
+    if not isinstance(result, dict):
+        return None
+    if result.get("resultType") == "task":
+        definition, part = "CreateTaskResult", "Task"
+    elif answering in _EXT_RESULTS:
+        definition, part = _EXT_RESULTS[answering], "DetailedTask"
+    else:
+        return None
+    found = errors(result, _EXT_SCHEMA, definition, strict=False)
+    if definition in ("CreateTaskResult", "GetTaskResult"):
+        body = {k: v for k, v in result.items() if k not in _ENVELOPE_KEYS}
+        found += errors(body, _EXT_SCHEMA, part)
+    elif set(result) - set(_ENVELOPE_KEYS):  # an empty acknowledgement
+        found.append(f"<root>: {answering} answers an empty result, got {sorted(result)}")
+    return found
+
+
 def frame_errors(
     frame: dict[str, Any], rev: str, *, sender: str, answering: str | None = None
 ) -> list[str]:
     """Every way ``frame`` is not a valid ``rev`` message from ``sender``.
 
-    ``answering`` names the method a result answers (its type depends on it).
+    ``answering`` names the method a result answers (its type depends on it). At
+    2026-07-28 the tasks extension's frames are held to its schema (``_extension_errors``).
     """
+    if sender == "server" and (ext := _extension_errors(frame, rev, answering)) is not None:
+        return ext
     if "method" in frame:
         kind = "request" if "id" in frame else "notification"
         return _request_errors(frame, rev, sender, kind)

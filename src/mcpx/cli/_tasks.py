@@ -3,7 +3,8 @@
 A ``mcpx call`` that stopped on a question (exit 75) goes on in the daemon as a task;
 ``mcpx task result ID`` waits for its end and prints what the call would have
 (same views and exit codes), ``mcpx task show ID`` its status. Still running after
-``--wait`` seconds: exit 75 again.
+``--wait`` seconds: exit 75 again. ``mcpx task list`` shows every task the daemon keeps
+(newest first), ``mcpx task cancel ID`` stops a running one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,36 @@ __all__ = ["task_group"]
 @click.group("task")
 def task_group() -> None:
     """Calls that go on after their request (a call that stopped on a question)."""
+
+
+@task_group.command("list")
+@click.option(
+    "--status",
+    type=click.Choice(["working", "input_required", "completed", "failed", "cancelled"]),
+    help="Only tasks in this status.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the raw JSON response.")
+@settings_options
+def list_(status: str | None, as_json: bool, **params: object) -> None:
+    """The daemon's tasks, newest first: running, and finished ones it still keeps."""
+    client = DaemonClient(load_settings(params))
+    query = {} if status is None else {"status": status}
+    response = client.call("GET", "/v1/tasks", params=query)
+    if response.status_code >= 400:
+        fail_reply(response)
+    show_response("tasks", response.json(), as_json)
+
+
+@task_group.command("cancel")
+@click.argument("task_id", metavar="ID")
+@settings_options
+def cancel(task_id: str, **params: object) -> None:
+    """Cancel a running task (one that had ended is left as it was); its status after."""
+    client = DaemonClient(load_settings(params))
+    response = client.call("POST", f"/v1/tasks/{task_id}/cancel", task=task_id)
+    if response.status_code >= 400:
+        fail_reply(response)
+    click.echo(f"task {task_id}: {response.json()['status']}")
 
 
 @task_group.command("result")

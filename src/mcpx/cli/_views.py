@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any, NoReturn
 
 import click
@@ -121,6 +122,29 @@ def _call(doc: Any) -> None:
         raise SystemExit(1)
 
 
+def _tasks(doc: Any) -> None:
+    now = time.time()
+    rows = [
+        [
+            t["id"],
+            t["status"],
+            t["server"] or "-",
+            t["what"],
+            _age(now - t["created"]),
+            (t.get("statusMessage") or "")[:60],
+        ]
+        for t in doc["tasks"]
+    ]
+    _table(["ID", "STATUS", "SERVER", "WHAT", "AGE", "MESSAGE"], rows)
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{max(int(seconds), 0)}s"
+
+
 _VIEWS = {
     "servers": _servers,
     "tools": _tools,
@@ -128,4 +152,5 @@ _VIEWS = {
     "resources": _resources,
     "read": _read,
     "call": _call,
+    "tasks": _tasks,
 }

@@ -15,6 +15,7 @@ from ._handshake import CLIENT_INFO, Handshake, Negotiated
 from ._open import Hooks, OnUpstreamNotification, open_session
 from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
 from ._session import Session
+from ._task_calls import offers_tasks
 
 __all__ = [
     "CLIENT_INFO",
@@ -42,6 +43,7 @@ __all__ = [
     "apply_auth",
     "config_key",
     "negotiate",
+    "offers_tasks",
     "open_connection",
     "open_session",
 ]

@@ -13,6 +13,9 @@ server refused (-32022, moving to one it names), or a ``tools/call`` refused wit
 ``HeaderMismatch`` (HTTP, after listing the tools again) is sent once more as a new
 request; each kind of failure once.
 
+A ``tools/call`` asked for ``as_task``, or refused by a modern upstream with -32021 naming
+the tasks extension (which it offers), is sent as an upstream task (``_task_calls``).
+
 Invariant: nothing here sends a field or a method the negotiated revision lacks (send
 conservatively); a missing ``resultType`` from a legacy server reads as ``complete``,
 and one mcpx does not recognize is an invalid response.
@@ -32,6 +35,7 @@ from ._errors import HandshakeFailed, UpstreamError
 from ._handler import QuestionOrigin, narrowed
 from ._handshake import CLIENT_INFO, Handshake
 from ._pages import paginate
+from ._task_calls import TaskWakes, call_as_task, wants_task_extension
 
 __all__ = ["Requester"]
 
@@ -75,6 +79,8 @@ class Requester:
         self.call_timeout = call_timeout
         # A tool's x-mcp-header parameters, from the latest listing (modern HTTP only).
         self._param_headers: dict[str, list[ParamHeader]] = {}
+        # The upstream tasks a call is following now, woken by their status notifications.
+        self.task_wakes = TaskWakes()
 
     async def request(
         self,
@@ -86,39 +92,76 @@ class Requester:
         asked_by: str | int | None = None,
         host_capabilities: dict[str, Any] | None = None,
         relay_input: bool = False,
+        as_task: bool = False,
     ) -> dict[str, Any]:
         """Send ``method``; returns the final result (see ``Session.request``). No
-        ``timeout``: the call timeout.
+        ``timeout``: the call timeout. ``as_task``: a ``tools/call`` sent as an upstream
+        task and followed to its end (``_task_calls``); ``timeout`` bounds all of it.
 
         Raises:
             McpError: the upstream answered with a JSON-RPC error.
             UpstreamError: the call failed on our side (timeout, broken, too many rounds).
         """
         timeout = timeout if timeout is not None else self.call_timeout
+        if as_task and method == "tools/call":
+            return await call_as_task(
+                self, params or {}, timeout, log_level, asked_by, host_capabilities
+            )
         if not self.handshake.modern:
             return await self._legacy(method, params, timeout)
+        try:
+            return await self._modern(
+                method, params, timeout, log_level, asked_by, host_capabilities, relay_input
+            )
+        except wire.MissingRequiredClientCapability as exc:
+            # A 2026-07-28 tool that only runs as a task says so this way (its Tool has
+            # no execution): sent again as one, where the upstream offers the extension.
+            if not (method == "tools/call" and wants_task_extension(self.handshake, exc)):
+                raise
+        log.info("%s: %s needs the tasks extension; sending it as a task", self.name, method)
+        return await call_as_task(
+            self, params or {}, timeout, log_level, asked_by, host_capabilities
+        )
+
+    async def _modern(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        log_level: str | None,
+        asked_by: str | int | None,
+        host_capabilities: dict[str, Any] | None,
+        relay_input: bool,
+    ) -> dict[str, Any]:
         body = dict(params or {})
         for _round in range(self.ask_rounds + 1):
-            result = await self._send_modern(method, body, timeout, log_level, host_capabilities)
-            if self._result_type(method, result) == "complete" or relay_input:
+            result = await self.send_modern(method, body, timeout, log_level, host_capabilities)
+            if self.result_type(method, result) == "complete" or relay_input:
                 return result
             if method not in ASKING_METHODS:
                 raise UpstreamError(f"{self.name} answered {method} with input_required")
-            body = await self._answer_round(params or {}, result, asked_by)
+            body = await self.next_round(params or {}, result, asked_by)
         raise UpstreamError(
             f"{self.name} was still asking for input after {self.ask_rounds} rounds"
         )
 
     def meta(
-        self, given: Any, log_level: str | None, host: dict[str, Any] | None = None
+        self,
+        given: Any,
+        log_level: str | None,
+        host: dict[str, Any] | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """A modern request's ``_meta``: ``given`` with the version, the client's
-        capabilities (narrowed to ``host``'s) and info restated."""
+        capabilities (narrowed to ``host``'s, plus ``extensions`` declared for this
+        request alone) and info restated."""
         revision = self.handshake.revision
         meta = dict(given) if isinstance(given, dict) else {}
         meta["io.modelcontextprotocol/protocolVersion"] = revision
-        ours = self.handshake.handler.capabilities(revision)
-        meta["io.modelcontextprotocol/clientCapabilities"] = narrowed(ours, host)
+        ours = narrowed(self.handshake.handler.capabilities(revision), host)
+        if extensions:
+            ours = {**ours, "extensions": {**(ours.get("extensions") or {}), **extensions}}
+        meta["io.modelcontextprotocol/clientCapabilities"] = ours
         meta["io.modelcontextprotocol/clientInfo"] = CLIENT_INFO
         if log_level is not None:
             meta["io.modelcontextprotocol/logLevel"] = log_level
@@ -183,28 +226,32 @@ class Requester:
 
     # -- modern ------------------------------------------------------------------------
 
-    def _result_type(self, method: str, result: dict[str, Any]) -> str:
+    def result_type(
+        self, method: str, result: dict[str, Any], known: frozenset[str] = RESULT_TYPES
+    ) -> str:
         """A modern result's ``resultType``; absent reads as ``complete``, for servers
-        written before it existed (C-MSG-9).
+        written before it existed (C-MSG-9). ``known``: the values this request may be
+        answered with (``task`` too where mcpx declared the tasks extension).
 
         Raises:
             UpstreamError: a value mcpx does not recognize: the response is invalid.
         """
         kind = result.get("resultType", "complete")
-        if not (isinstance(kind, str) and kind in RESULT_TYPES):
+        if not (isinstance(kind, str) and kind in known):
             raise UpstreamError(
                 f"{self.name} answered {method} with resultType {kind!r}, which mcpx does "
-                f"not recognize (only {' or '.join(sorted(RESULT_TYPES))}): an invalid response"
+                f"not recognize (only {' or '.join(sorted(known))}): an invalid response"
             )
         return kind
 
-    async def _send_modern(
+    async def send_modern(
         self,
         method: str,
         body: dict[str, Any],
         timeout: float | None,
         log_level: str | None = None,
         host_capabilities: dict[str, Any] | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One modern exchange, sent again (each time a new request with a new id) after
         a failure the spec answers with a retry; each kind of failure once.
@@ -216,7 +263,7 @@ class Requester:
         """
         retried: set[str] = set()
         while True:
-            meta = self.meta(body.get("_meta"), log_level, host_capabilities)
+            meta = self.meta(body.get("_meta"), log_level, host_capabilities, extensions)
             params = {**body, "_meta": meta}
             try:
                 return await self.conn.request(
@@ -252,7 +299,7 @@ class Requester:
         await self.list_tools(timeout=timeout)
         return tool in self._param_headers
 
-    async def _answer_round(
+    async def next_round(
         self, original: dict[str, Any], result: dict[str, Any], asked_by: str | int | None
     ) -> dict[str, Any]:
         """The next round's params: ``original`` with the answers to the questions of an
@@ -261,8 +308,23 @@ class Requester:
         Raises:
             UpstreamError: a question mcpx cannot answer, or every one refused for now.
         """
+        responses = await self.answers(result.get("inputRequests") or {}, asked_by)
+        body = {k: v for k, v in original.items() if k not in ("inputResponses", "requestState")}
+        body["inputResponses"] = responses
+        if "requestState" in result:
+            body["requestState"] = result["requestState"]
+        return body
+
+    async def answers(
+        self, questions: dict[str, Any], asked_by: str | int | None
+    ) -> dict[str, Any]:
+        """The ``inputResponses`` to a modern upstream's ``inputRequests``, each answered
+        through the question handler; one refused for now is left out.
+
+        Raises:
+            UpstreamError: a question mcpx cannot answer, or every one refused for now.
+        """
         asked = QuestionOrigin(self.name, self.handshake.revision, asked_by)
-        questions = result.get("inputRequests") or {}
         responses = {}
         throttled: list[wire.Throttled] = []
         handler = self.handshake.handler
@@ -285,8 +347,4 @@ class Requester:
             raise UpstreamError(
                 f"{self.name}'s questions were all refused: {throttled[0].message}"
             ) from throttled[0]
-        body = {k: v for k, v in original.items() if k not in ("inputResponses", "requestState")}
-        body["inputResponses"] = responses
-        if "requestState" in result:
-            body["requestState"] = result["requestState"]
-        return body
+        return responses

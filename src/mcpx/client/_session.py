@@ -92,12 +92,18 @@ class Session:
         asked_by: str | int | None = None,
         host_capabilities: dict[str, Any] | None = None,
         relay_input: bool = False,
+        as_task: bool = False,
     ) -> dict[str, Any]:
         """Send any method in the negotiated era; returns the final result.
 
         ``relay_input``: a modern upstream's ``input_required`` result is returned as
         it is (pass-through to a 2026-07-28 host, who answers and retries itself)
         instead of being answered here.
+
+        ``as_task``: a ``tools/call`` is sent as an upstream task (core tasks to a
+        legacy upstream, the tasks extension to a modern one) and followed to its end;
+        ``timeout`` then bounds the whole task, each exchange ``pool.callTimeout``. The
+        result is what the plain call would have given.
 
         ``host_capabilities`` (a 2026-07-28 host's, for its call) narrow what mcpx
         declares to a modern upstream in this request's ``_meta``.
@@ -114,6 +120,7 @@ class Session:
             asked_by=asked_by,
             host_capabilities=host_capabilities,
             relay_input=relay_input,
+            as_task=as_task,
         )
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
@@ -167,7 +174,10 @@ class Session:
     # -- notifications and listen streams -------------------------------------------------
 
     def route_notification(self, method: str, params: dict[str, Any]) -> bool:
-        """Deliver a notification to the listen stream it belongs to, if any."""
+        """Deliver a notification where it belongs, if anywhere: a task status to the
+        call following that task (it wakes the poll), else to its listen stream."""
+        if self._requester.task_wakes.route(method, params):
+            return True
         return self._listeners.route(method, params)
 
     @asynccontextmanager

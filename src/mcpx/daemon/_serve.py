@@ -272,7 +272,7 @@ def serve(
         ):
             # Calls that outlive their request run here, and end before the upstreams do.
             most = int(settings["proto.maxTasks"])
-            tasks = Tasks(running, keep, records, most)
+            tasks = Tasks(running, keep, records, most, events=events)
             catalogue = Catalogue(paths.catalogue, pool)
             pool.on_ready = catalogue.server_started
             catalogues.append(catalogue)

@@ -1,11 +1,10 @@
 """/v1 calls that return before they end: on a question nobody present can answer.
 
 The CLI and scripts cannot be asked in-band. A ``/v1/call`` with ``Mcpx-Questions:
-return`` runs as a task (``_tasks``); when the broker takes a question from the
+return`` runs as a task (``mcpx.tasks``); when the broker takes a question from the
 call's server while it runs, the answer is 202 at once, with the question, the
-commands that answer it and the task's id, and the call goes on. ``/v1/tasks/{id}``
-shows a task; ``/v1/tasks/{id}/result`` waits for its end and gives what
-``/v1/call`` would have.
+commands that answer it and the task's id, and the call goes on; ``/v1/tasks``
+(``_handle_tasks``) shows it and collects its outcome.
 """
 
 from __future__ import annotations
@@ -14,26 +13,24 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-import anyio
-
 from mcpx.questions import HostAsker
-from mcpx.wire import McpError, Throttled
+from mcpx.wire import Throttled
 
 from ._errors import OpError
+from ._handle_tasks import task_store
 from ._table import Status
 
 if TYPE_CHECKING:
-    from mcpx.tasks import Task, Tasks
+    from mcpx.tasks import Task
 
     from ._context import OpContext
 
-__all__ = ["RETURN_ON_QUESTION", "returning_call", "task_result", "task_show"]
+__all__ = ["RETURN_ON_QUESTION", "returning_call"]
 
 JSON = dict[str, Any]
 
 # The header value that asks for it; any other value waits as usual.
 RETURN_ON_QUESTION: Final = "return"
-_WAIT: Final = 60.0
 
 
 def _cannot_ask(method: str, params: Mapping[str, Any]) -> bool:
@@ -53,7 +50,7 @@ async def returning_call(
 ) -> JSON | Status:
     """``run`` as a task: its result if it ends first, else 202 with the broker's
     questions for ``server``. ``collect`` turns the task's failure into /v1's error."""
-    tasks = _tasks(ctx)
+    tasks = task_store(ctx)
 
     def started(task: Task) -> Awaitable[JSON]:
         asker = HostAsker(can=_cannot_ask, ask=_unasked, brokered=task.note_brokered)
@@ -88,30 +85,6 @@ def parked(task: Task) -> JSON:
     }
 
 
-async def task_show(ctx: OpContext, args: JSON) -> Any:
-    return _task(ctx, args["id"]).as_json()
-
-
-async def task_result(ctx: OpContext, args: JSON) -> Any:
-    """The task's result once it ended; 202 with the task if not within ``wait``."""
-    task = _task(ctx, args["id"])
-    wait = float(args.get("wait", _WAIT))
-    with anyio.move_on_after(wait):
-        while not task.done:
-            await task.changed()
-    if not task.done:
-        return Status(202, task.as_json())
-    try:
-        return task.outcome()
-    except McpError as exc:  # the call's error, as /v1/call would give it
-        raise OpError(
-            502,
-            "upstream_error",
-            f"{task.server} call failed: {exc.message}",
-            {"server": task.server, "jsonrpc": exc.to_error()},
-        ) from exc
-
-
 def _forwarding(task: Task) -> Callable[[str, JSON], None]:
     def notify(method: str, params: JSON) -> None:
         if task.notify is not None:
@@ -122,19 +95,3 @@ def _forwarding(task: Task) -> Callable[[str, JSON], None]:
 
 async def _outcome(task: Task) -> JSON:
     return task.outcome()
-
-
-def _tasks(ctx: OpContext) -> Tasks:
-    if ctx.tasks is None:
-        raise OpError(503, "unavailable", "this daemon runs no tasks")
-    tasks: Tasks = ctx.tasks
-    return tasks
-
-
-def _task(ctx: OpContext, task_id: str) -> Task:
-    found = _tasks(ctx).get(task_id)
-    if found is None:
-        raise OpError(
-            404, "unknown_task", f"no task {task_id!r} (unknown, or finished and forgotten)"
-        )
-    return found

@@ -1,4 +1,4 @@
-"""The handlers of the broker's questions and of the calls that outlived their request."""
+"""The handlers of the broker's questions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 from mcpx import wire
 from mcpx.questions import QuestionClosed
 
-from ._detached import task_result, task_show
 from ._errors import OpError
 
 if TYPE_CHECKING:
@@ -19,8 +18,6 @@ __all__ = [
     "questions_decline",
     "questions_list",
     "questions_show",
-    "tasks_result",
-    "tasks_show",
 ]
 
 
@@ -66,11 +63,3 @@ async def questions_decline(ctx: OpContext, args: dict[str, Any]) -> Any:
 
 async def questions_cancel(ctx: OpContext, args: dict[str, Any]) -> Any:
     return await _settle(ctx, args["id"], "cancel")
-
-
-async def tasks_show(ctx: OpContext, args: dict[str, Any]) -> Any:
-    return await task_show(ctx, args)
-
-
-async def tasks_result(ctx: OpContext, args: dict[str, Any]) -> Any:
-    return await task_result(ctx, args)

@@ -17,6 +17,7 @@ from . import _handle_calls as calls
 from . import _handle_events as events
 from . import _handle_listings as listings
 from . import _handle_questions as questions
+from . import _handle_tasks as tasks
 from ._errors import OpError
 from ._table import Handler, Operation
 
@@ -45,8 +46,10 @@ HANDLERS: Final[Mapping[str, Handler]] = MappingProxyType(
         "questions_answer": questions.questions_answer,
         "questions_decline": questions.questions_decline,
         "questions_cancel": questions.questions_cancel,
-        "tasks_show": questions.tasks_show,
-        "tasks_result": questions.tasks_result,
+        "tasks_list": tasks.tasks_list,
+        "tasks_show": tasks.tasks_show,
+        "tasks_result": tasks.tasks_result,
+        "tasks_cancel": tasks.tasks_cancel,
     }
 )
 

@@ -24,6 +24,7 @@ _TIMEOUT = Param(
 )
 _OBJ = {"type": "object"}
 _TASK = Param("id", {"type": "string"}, "Task id", required=True, where="path")
+_TASK_STATUSES: Final = ("working", "input_required", "completed", "failed", "cancelled")
 _QID = Param("id", {"type": "string"}, "Question id", required=True, where="path")
 # One event on /v1/events, as its data line carries it.
 _EVENT = {
@@ -215,6 +216,26 @@ OPERATIONS: tuple[Operation, ...] = (
         params=(_QID,),
     ),
     Operation(
+        "tasks.list",
+        "GET",
+        "/v1/tasks",
+        "Calls that outlived their request, newest first (without their outcomes)",
+        "tasks_list",
+        params=(
+            Param(
+                "status",
+                {"type": "string", "enum": list(_TASK_STATUSES)},
+                "Only tasks in this status",
+                where="query",
+            ),
+        ),
+        output={
+            "type": "object",
+            "properties": {"tasks": {"type": "array", "items": _OBJ}},
+            "required": ["tasks"],
+        },
+    ),
+    Operation(
         "tasks.show",
         "GET",
         "/v1/tasks/{id}",
@@ -237,6 +258,14 @@ OPERATIONS: tuple[Operation, ...] = (
                 where="query",
             ),
         ),
+    ),
+    Operation(
+        "tasks.cancel",
+        "POST",
+        "/v1/tasks/{id}/cancel",
+        "Cancel a running task; the task after it (one that had ended: unchanged)",
+        "tasks_cancel",
+        params=(_TASK,),
     ),
     Operation(
         "events",

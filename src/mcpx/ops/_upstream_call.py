@@ -14,6 +14,9 @@ Invariants:
   request that could not be encoded) is mcpx's own failure, never blamed on the upstream
   (C-ERR-6).
 - A ``call.finished`` event is published for every ``tools/call``, however it ends.
+- A ``tools/call`` runs as an upstream task (``_as_task``) when the catalogued tool's
+  ``execution.taskSupport`` is ``required``, or ``optional`` with a caller's budget longer
+  than ``pool.callTimeout`` allows a plain request and an upstream that takes tasks.
 - An upstream's ``CallToolResult`` is checked for shape (``shapes.call_result_problem``)
   before anyone is handed it: a malformed one is the upstream's failure (502
   ``upstream_error`` naming the server and what was wrong), never relayed as it came.
@@ -27,7 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from mcpx import wire
-from mcpx.client import UpstreamError, UpstreamTimeout
+from mcpx.client import UpstreamError, UpstreamTimeout, offers_tasks
 from mcpx.config import more_verbose
 from mcpx.pool import PoolFull, UnknownServer
 from mcpx.shapes import call_result_problem
@@ -149,6 +152,7 @@ async def request_for_caller(
             host_capabilities=ctx.host_capabilities,
             log_level=level,
             relay_input=relay_input,
+            as_task=method == "tools/call" and _as_task(ctx, server, params, timeout),
         )
         if method == "tools/call" and result.get("resultType", "complete") == "complete":
             problem = call_result_problem(result)
@@ -158,6 +162,26 @@ async def request_for_caller(
                 )
         outcome["isError"] = bool(result.get("isError"))
         return result
+
+
+def _as_task(ctx: OpContext, server: str, params: dict[str, Any], timeout: float | None) -> bool:
+    """Whether this ``tools/call`` goes upstream as a task, by the catalogued tool's
+    ``execution.taskSupport``: always when ``required`` (a plain call would be refused;
+    an upstream that cannot take it fails the call naming it), when ``optional`` only for
+    a budget longer than ``pool.callTimeout`` and an upstream that takes tasks."""
+    entry = ctx.catalogue.known(server)
+    name = params.get("name")
+    tool = next((t for t in entry.get("tools") or [] if t.get("name") == name), None)
+    execution = tool.get("execution") if isinstance(tool, dict) else None
+    support = execution.get("taskSupport") if isinstance(execution, dict) else None
+    if support == "required":
+        return True
+    if support != "optional" or timeout is None:
+        return False
+    if float(timeout) <= float(ctx.settings["pool.callTimeout"]):
+        return False
+    modern = entry.get("era") == "modern"
+    return offers_tasks(modern, entry.get("capabilities") or {})
 
 
 @contextmanager

@@ -181,8 +181,9 @@ class Instance:
         host_capabilities: dict[str, Any] | None = None,
         log_level: str | None = None,
         relay_input: bool = False,
+        as_task: bool = False,
     ) -> dict[str, Any]:
-        """One upstream call on this instance.
+        """One upstream call on this instance (``as_task``: see ``Session.request``).
 
         Raises:
             McpError: the upstream answered with a JSON-RPC error.
@@ -205,6 +206,7 @@ class Instance:
                     host_capabilities=host_capabilities,
                     log_level=log_level,
                     relay_input=relay_input,
+                    as_task=as_task,
                 )
             # Only end_calls cancels this scope: its caller is told why.
             raise UpstreamError(

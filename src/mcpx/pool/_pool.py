@@ -177,11 +177,16 @@ class Pool:
         host_capabilities: dict[str, Any] | None = None,
         log_level: str | None = None,
         relay_input: bool = False,
+        as_task: bool = False,
     ) -> dict[str, Any]:
         """One upstream call, bounded by the call budget (``timeout`` can only lower it).
 
         ``host_capabilities``: a 2026-07-28 host's own, which narrow what mcpx declares
         to a modern upstream for this call.
+
+        ``as_task``: a ``tools/call`` sent as an upstream task (``Session.request``);
+        ``timeout`` then bounds the whole task and may exceed ``pool.callTimeout``, which
+        bounds each of its exchanges.
 
         Raises:
             UnknownServer, McpError, UpstreamError: as for ``instance`` and the call.
@@ -190,8 +195,10 @@ class Pool:
         self._in_flight += 1
         try:
             budget = call_budget(self.settings, timeout)
+            if as_task and timeout is not None and timeout > budget:
+                budget = float(timeout)  # a task's whole life, not one exchange
             return await inst.request(
-                method, params, budget, host_capabilities, log_level, relay_input
+                method, params, budget, host_capabilities, log_level, relay_input, as_task
             )
         finally:
             self._in_flight -= 1

@@ -38,6 +38,8 @@ from mcpx.wire import (
     field_value,
 )
 
+from . import _core_tasks as core_tasks
+from . import _ext_tasks as ext_tasks
 from . import _modes as modes
 from . import _passthrough as passthrough
 from . import _rounds as rounds
@@ -286,7 +288,9 @@ def _capabilities(call: _Call, rev: str) -> JSON:
     through = bool(passthrough.servers(call.ctx)) or modes.mode(call.ctx) == "full"
     # A 2026-07-28 host is pushed to on its subscriptions/listen stream.
     can_push = call.conn.can_push or rev in MODERN
-    return server_capabilities(rev, passthrough=through, can_push=can_push)
+    return server_capabilities(
+        rev, passthrough=through, can_push=can_push, tasks=call.ctx.tasks is not None
+    )
 
 
 async def _empty(call: _Call) -> JSON:
@@ -328,7 +332,21 @@ async def _tools_list(call: _Call) -> JSON:
 
 
 async def _tools_call(call: _Call) -> JSON:
-    return await surface.call_tool(call.ctx, call.params)
+    def run(ctx: OpContext) -> Awaitable[JSON]:
+        return surface.call_tool(ctx, call.params)
+
+    if call.revision not in MODERN and "task" in call.params:
+        return await core_tasks.call_as_task(call.ctx, call.conn, call.params, run)
+    if call.revision in MODERN:
+        return await ext_tasks.maybe_task(call.ctx, call.conn, call.params, run)
+    return await run(call.ctx)
+
+
+async def _tasks(call: _Call) -> JSON:
+    # Core tasks to legacy hosts (accepted from any), the extension to 2026-07-28 ones.
+    if call.revision in MODERN:
+        return await ext_tasks.handle(call.method, call.ctx, call.conn, call.params)
+    return await core_tasks.handle(call.method, call.ctx, call.conn, call.params)
 
 
 async def _prompts_list(call: _Call) -> JSON:
@@ -377,6 +395,11 @@ _ROUTES: Final[dict[str, Callable[[_Call], Awaitable[JSON]]]] = {
     "resources/unsubscribe": _unsubscribe,
     "completion/complete": _complete,
     "subscriptions/listen": _listen,
+    "tasks/get": _tasks,
+    "tasks/result": _tasks,
+    "tasks/list": _tasks,
+    "tasks/cancel": _tasks,
+    "tasks/update": _tasks,
 }
 # Scopes for requests that are their own (2026-07-28 without a named session).
 _REQUESTS: Final = itertools.count(1)

@@ -20,12 +20,12 @@ import anyio
 
 from mcpx import spec, wire
 from mcpx.questions import HostAsker
-from mcpx.spec import MODERN
+from mcpx.spec import MODERN, RELATED_TASK
 from mcpx.wire import InternalError, McpError
 
 from ._conn import Conn
 
-__all__ = ["HostQuestions", "host_asker"]
+__all__ = ["HostQuestions", "for_task", "host_asker"]
 
 JSON = dict[str, Any]
 _SCHEMA_KEYS: Final = frozenset({"$schema", "type", "properties", "required"})
@@ -57,9 +57,22 @@ def host_asker(view: Conn, rev: str, ask: Callable[[str, JSON], Awaitable[JSON]]
     return HostAsker(can=can, ask=asking)
 
 
+def for_task(asker: HostAsker, task_id: str) -> HostAsker:
+    """``asker`` for a call running as the core task ``task_id``: each question carries
+    the related-task ``_meta`` the host ties it to its task by (S-TASK-9)."""
+
+    async def asking(method: str, params: JSON) -> JSON:
+        meta = params.get("_meta")
+        related = {RELATED_TASK: {"taskId": task_id}}
+        tagged = {**meta, **related} if isinstance(meta, Mapping) else related
+        return await asker.ask(method, {**params, "_meta": tagged})
+
+    return HostAsker(can=asker.can, ask=asking, brokered=asker.brokered)
+
+
 def _spelled(method: str, params: JSON, rev: str) -> JSON:
     # An upstream's task augmentation (never declared to it, so ignored: S-TASK-20) is
-    # not passed on either: mcpx declares no tasks to hosts.
+    # not passed on either: a host's tasks capability is not mcpx's to use.
     out = {k: v for k, v in params.items() if k != "task"}
     if method != "elicitation/create":
         return out

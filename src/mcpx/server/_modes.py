@@ -41,6 +41,9 @@ _OWN: Final = {
     "lean": ("mcpx_search_tools", "mcpx_describe", "mcpx_call"),
     "full": ("mcpx_call", "mcpx_servers", "mcpx_search_tools", "mcpx_describe"),
 }
+# Own tools a 2025-11-25 host may call as a task (the downgrade drops ``execution`` for
+# every other revision: 2026-07-28's Tool has none).
+_EXECUTION: Final = {"mcpx_call": {"execution": {"taskSupport": "optional"}}}
 _NAMING: Final = (
     "Prompts are named <server>_<prompt>; resources are mcpx://<server>/<percent-encoded uri>."
 )
@@ -78,7 +81,12 @@ def own_ops(surface: str) -> dict[str, Operation]:
 def own_tools(surface: str) -> tuple[JSON, ...]:
     """The mode's own ``Tool`` objects, newest shape, in a fixed order."""
     return tuple(
-        {"name": name, "description": op.doc, "inputSchema": op.input_schema(headers=False)}
+        {
+            "name": name,
+            "description": op.doc,
+            "inputSchema": op.input_schema(headers=False),
+            **_EXECUTION.get(name, {}),
+        }
         for name, op in own_ops(surface).items()
     )
 

@@ -194,8 +194,8 @@ def _ours(server: str) -> JSON:
 
 
 def _upstream_params(params: Mapping[str, Any]) -> JSON:
-    # mcpx declares no tasks to hosts: a task-augmented request is served plainly
-    # (the receiver ignores task metadata it did not declare), not relayed as a task.
+    # A host's task belongs to mcpx (its task store runs the call): the upstream is sent
+    # the plain request, or a task of mcpx's own when its tool requires one.
     out = {k: v for k, v in params.items() if k not in ("_meta", "task")}
     meta = params.get("_meta")
     if isinstance(meta, Mapping):

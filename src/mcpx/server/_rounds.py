@@ -23,6 +23,11 @@ Invariants:
 - A request is held at most ``proto.askTimeout`` waiting for the call to end or ask;
   then it is answered ``input_required`` with only a fresh state, and the host's retry
   goes on waiting (the call never stops because a request ended).
+- A ``tools/call`` from a host that declared the tasks extension (``_ext_tasks``) is
+  answered with the call's ``CreateTaskResult`` once it has run its tool's ``delay``
+  without ending or asking: questions asked before that go inline as ``input_required``
+  (no task is shown yet); later ones park the task in ``input_required``, answered with
+  ``tasks/update``. A ``required`` tool without the extension is -32021 before it runs.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import anyio
 from mcpx.questions import StateError
 from mcpx.wire import InternalError, InvalidParams, InvalidRequest
 
+from . import _ext_tasks as ext_tasks
 from . import _passthrough as passthrough
 from ._conn import Conn
 from ._host_questions import host_asker
@@ -89,9 +95,11 @@ async def answer(
         isinstance(responses, Mapping) and all(isinstance(v, Mapping) for v in responses.values())
     ):
         raise InvalidParams("inputResponses must be an object of result objects, by key")
+    after = await _task_after(ctx, view, method, params)
     rounds = 0
     if state is None:
-        task = _start(ctx, tasks, view, method, params, run, release)
+        owner = ext_tasks.owner_of(view, params)
+        task = _start(ctx, tasks, view, method, params, run, release, owner)
         task.give(params.get("inputResponses"), hold=True)
     else:
         issued = signer.verify(state[len(_PREFIX) :], method, params)
@@ -103,14 +111,17 @@ async def answer(
         task, rounds = found, issued.rounds
         task.give(params.get("inputResponses"), hold=False)
     task.notify = ctx.notify
+    held = float(ctx.settings["proto.askTimeout"])
     try:
-        with anyio.move_on_after(float(ctx.settings["proto.askTimeout"])):
+        with anyio.move_on_after(held if after is None else min(held, after)):
             while not task.done and not task.open_requests():
                 await task.changed()
     finally:
         task.notify = None  # until the host comes back, the call runs on alone
     if task.done:
         return task.outcome()
+    if after is not None and not task.open_requests():
+        return ext_tasks.created(task, tasks)  # it ran long without asking: a task now
     if rounds >= int(ctx.settings["proto.askRounds"]):
         task.cancel()
         raise InvalidRequest(
@@ -125,6 +136,25 @@ async def answer(
     return out
 
 
+async def _task_after(
+    ctx: OpContext, view: Conn, method: str, params: Mapping[str, Any]
+) -> float | None:
+    """How long this request waits before it is answered with a CreateTaskResult (None:
+    it never is).
+
+    Raises:
+        MissingRequiredClientCapability: a ``required`` tool, the extension not declared.
+    """
+    if method != "tools/call":
+        return None
+    support = await ext_tasks.task_support(ctx, params)
+    if not ext_tasks.declared(view):
+        if support == "required":
+            raise ext_tasks.missing(f"tool {params.get('name')!r} runs only as a task: it")
+        return None
+    return ext_tasks.delay(support, ctx)
+
+
 def _start(
     ctx: OpContext,
     tasks: Tasks,
@@ -133,6 +163,7 @@ def _start(
     params: Mapping[str, Any],
     run: Callable[[OpContext], Awaitable[JSON]],
     release: Callable[[], Awaitable[object]] | None,
+    owner: str | None,
 ) -> Task:
     ttl = float(ctx.settings["proto.askTTL"])
 
@@ -146,13 +177,16 @@ def _start(
 
         asker = host_asker(view, view.revision or "", ask)
         try:
-            return await run(replace(ctx, asker=asker, notify=notify))
+            with ext_tasks.directing():  # this task is the call's, whatever it turns into
+                return await run(replace(ctx, asker=asker, notify=notify))
         finally:
             if release is not None:
                 with anyio.CancelScope(shield=True):
                     await release()
 
-    task: Task = tasks.start(_server_of(method, params), _what(method, params), running)
+    task: Task = tasks.start(
+        _server_of(method, params), _what(method, params), running, owner=owner
+    )
     return task
 
 

@@ -3,7 +3,7 @@
 from ._capabilities import capabilities_for, server_capabilities
 from ._copy_on_write import MissingRow
 from ._downgrade import RESULT_DEFINITIONS, downgrade, downgrade_notification
-from ._envelope import CACHE_SCOPES, envelope
+from ._envelope import CACHE_SCOPES, envelope, unrelated
 from ._items import call_result_problem
 from ._matrix_gaps import PENDING_ROWS
 from ._param_headers import (
@@ -28,4 +28,5 @@ __all__ = [
     "param_header_values",
     "param_headers",
     "server_capabilities",
+    "unrelated",
 ]

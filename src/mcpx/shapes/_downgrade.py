@@ -120,6 +120,8 @@ def _discover(result: JSON, rev: str) -> JSON:
 _BODIES: Final[dict[str, Body]] = {
     "tools/list": _list_of("tools", tool),
     "tools/call": _call_tool,
+    # Only a tools/call is run as a core task: its result comes back as one.
+    "tasks/result": _call_tool,
     "prompts/list": _list_of("prompts", prompt),
     "prompts/get": _prompt_get,
     "resources/list": _list_of("resources", resource),
@@ -158,7 +160,9 @@ def _meta(result: JSON, rev: str) -> JSON:
 def _envelope(method: str, result: JSON, rev: str) -> JSON:
     out = strip(result, "Result", ("resultType",), rev)
     if not _cache_hints_defined(method, rev):
-        out = without(out, ["ttlMs", "cacheScope"])
+        # A task's ttlMs (CreateTaskResult, tasks/*) is its lifetime, not a cache hint.
+        tasky = result.get("resultType") == "task" or method.startswith("tasks/")
+        out = without(out, ["cacheScope"] if tasky else ["ttlMs", "cacheScope"])
     return _meta(out, rev)
 
 

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from mcpx.spec import RELATED_TASK
+
 from ._copy_on_write import JSON, without
 
-__all__ = ["CACHE_SCOPES", "envelope"]
+__all__ = ["CACHE_SCOPES", "envelope", "unrelated"]
 
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 _KEEP_TYPES: Final = frozenset({"input_required", "task"})
@@ -70,7 +72,9 @@ def envelope(
         read_max_age_s: protoMessages.readMaxAge, for resources/read.
     """
     kind = _result_type(result)
-    out = without(result, ["ttlMs", "cacheScope"])
+    # A task's ttlMs (CreateTaskResult, tasks/*) is its lifetime, not a cache hint.
+    tasky = kind == "task" or method.startswith("tasks/")
+    out = without(result, ["cacheScope"] if tasky else ["ttlMs", "cacheScope"])
     out = {**out, "resultType": kind, "_meta": _with_server_info(out.get("_meta"), server_info)}
     scope = CACHE_SCOPES.get(method)
     if scope is not None and kind == "complete":
@@ -78,3 +82,14 @@ def envelope(
         out["ttlMs"] = _ttl_ms(read_max_age_s if age == "read" else list_max_age_s)
         out["cacheScope"] = name
     return out
+
+
+def unrelated(result: JSON) -> JSON:
+    """``result`` without the related-task ``_meta`` key (a copy; ``result`` itself when it
+    has none): a task's result handed out as the call's own, where the task is no news."""
+    meta = result.get("_meta")
+    if not (isinstance(meta, dict) and RELATED_TASK in meta):
+        return result
+    rest = {k: v for k, v in meta.items() if k != RELATED_TASK}
+    out = {k: v for k, v in result.items() if k != "_meta"}
+    return out | ({"_meta": rest} if rest else {})

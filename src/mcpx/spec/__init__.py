@@ -3,7 +3,16 @@
 Sans-IO: nothing here does I/O or imports an async library.
 """
 
-from ._matrix import MATRIX, TASKS_EXTENSION, Row, defined, protocol_json, removed, rows
+from ._matrix import (
+    MATRIX,
+    RELATED_TASK,
+    TASKS_EXTENSION,
+    Row,
+    defined,
+    protocol_json,
+    removed,
+    rows,
+)
 from ._policy import Policy, PolicyError
 from ._revisions import (
     BATCHED,
@@ -32,6 +41,7 @@ __all__ = [
     "MODERN",
     "NEWEST",
     "OLDEST",
+    "RELATED_TASK",
     "REVISIONS",
     "TASKS_EXTENSION",
     "Era",

@@ -32,6 +32,7 @@ from ._revisions import HEADERLESS, NEWEST, OLDEST, REVISIONS, era_of, index
 
 __all__ = [
     "MATRIX",
+    "RELATED_TASK",
     "TASKS_EXTENSION",
     "Row",
     "defined",
@@ -41,6 +42,8 @@ __all__ = [
 ]
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+# The _meta key that ties a message to its task (2025-11-25 core tasks).
+RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 
 _KINDS: Final = ("request", "notification", "input", "capability", "field")
 

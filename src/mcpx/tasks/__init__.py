@@ -1,11 +1,13 @@
 """Calls that outlive the request that started them, shared by /v1 and /mcp.
 
-- ``_store``: the running and finished tasks, their caps and time to live.
-- ``_records``: each task's outcome kept in ``<state>/tasks.db``, so a result can be
-  collected after ``mcpx restart``.
+- ``_task``: one task: its status, outcome, and the questions it asks in-band.
+- ``_store``: the daemon's tasks, their owners, caps, time to live, watchers and events.
+- ``_records``: every task's row in ``<state>/tasks.db``, so a task is still listed, and
+  its result collectable, after ``mcpx restart``.
 """
 
 from ._records import TaskRecords
-from ._store import Task, Tasks
+from ._store import ANY, Tasks
+from ._task import CANCELLED, Task
 
-__all__ = ["Task", "TaskRecords", "Tasks"]
+__all__ = ["ANY", "CANCELLED", "Task", "TaskRecords", "Tasks"]

@@ -1,200 +1,73 @@
-"""Calls that outlive the request that started them: the daemon's task store.
+"""Calls that outlive the request that started them: the daemon's one task store.
 
-A call becomes a task when its caller may stop waiting before it ends: a 2026-07-28
-host that is answered ``input_required`` and comes back with its answers, or a CLI
-call that returns at once with a question nobody present can answer (exit 75).
+A call becomes a task when its caller may stop waiting before it ends, whichever door it
+came in by: a 2026-07-28 host answered ``input_required``, an MCP host's task, a
+``/v1/call`` that returned 202, a ``mcpx call`` that exited 75.
 
 Invariants:
 
 - A task runs in the daemon's own task group, never in the request's: the request
   that started it may end (answered, disconnected) and the call goes on.
-- Its outcome (a result, or an error as ``{code, message, data}``) is kept ``keep``
-  seconds after it finished (``proto.askTTL``), for ``/v1/tasks/{id}`` and
-  ``mcpx task result``; then it is forgotten. Finished tasks are kept in the order they
-  finished, so forgetting the expired ones looks only at those (amortised O(1) per
-  request, not a walk of every task).
-- Bounded (``limit``, ``proto.maxTasks``): tasks have no client identity (a /v1 caller,
-  a stateless 2026-07-28 host), so the bound is the daemon's. At ``limit`` running, a
-  new one is refused (``Throttled``, naming the setting): stopping a running call
-  would lose work someone waits for. Beyond ``limit`` finished, the oldest is forgotten
-  early (a durable one's outcome stays on disk).
-- Questions asked in-band (a 2026-07-28 host's ``inputRequests``) get keys by kind
-  and order (``elicitation-1``, ``sampling-1``, ``roots-1``), so a host that sends
-  ``inputResponses`` up front can name them; responses sent before the question was
-  asked are held until it is. A question nobody answers within ``keep`` seconds is
-  dismissed: ``cancel`` for an elicitation, an error for the others.
-- Questions held by the broker for the task's server are noted on the task, so a
-  caller that cannot be asked in-band (the CLI) can be told at once.
-- Waiters are woken by one event per change, replaced each time (no polling).
+- Every task is on disk (``TaskRecords``): its row is written when it starts, at each
+  status change and when it ends, so ``mcpx restart`` keeps it listed and its outcome
+  collectable. A task asked to be ``durable`` is not started when its row cannot be
+  written; the others run on in memory only.
+- A finished task is forgotten at ``created + ttl``, or ``keep`` seconds after it
+  finished (``proto.askTTL``) when it has no ``ttl``; ``get`` then answers None.
+  Expiries are kept in a heap, so forgetting looks only at the expired ones.
+- Visible to its owner only: a task with an ``owner`` is listed to, and got by, that
+  owner alone (or the operator, ``ANY``); one without is got by whoever holds its id
+  (unguessable) and listed to the operator only.
+- Bounded (``limit``, ``proto.maxTasks``): at ``limit`` running, a new one is refused
+  (``Throttled``, naming the setting): stopping a running call would lose work someone
+  waits for. Beyond ``limit`` finished in memory, the one that finished first leaves
+  memory early (its row stays on disk).
+- Watchers are called synchronously, and ``task.*`` events published, at each task's
+  creation, status change and end; an event never carries the result or the error. A
+  watcher that raises is logged, and the task goes on.
 """
 
 from __future__ import annotations
 
-import itertools
+import heapq
+import logging
 import secrets
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from enum import Enum
 from typing import Any, Final
 
-import anyio
 from anyio.abc import TaskGroup
 
+from mcpx.events import EventBus
 from mcpx.wire import InternalError, McpError, Throttled
 
 from ._records import TaskRecords
+from ._task import Task
 
-__all__ = ["Task", "Tasks"]
+__all__ = ["ANY", "Tasks"]
+
+log = logging.getLogger("mcpx.tasks")
 
 JSON = dict[str, Any]
 
-_KINDS: Final = {
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-    "roots/list": "roots",
-}
+
+class _Anyone(Enum):
+    """The type of ``ANY``: an enum member, so ``is`` checks narrow under mypy."""
+
+    ANY = "ANY"
+
+    def __repr__(self) -> str:
+        return "ANY"
 
 
-@dataclass
-class _InBand:
-    """One question put to the task's host inside an ``input_required`` answer."""
-
-    request: JSON
-    done: anyio.Event = field(default_factory=anyio.Event)
-    answer: JSON | None = None
-
-
-@dataclass
-class Task:
-    id: str
-    server: str
-    what: str
-    created: float = field(default_factory=time.time)
-    status: str = "working"
-    result: JSON | None = None
-    error: JSON | None = None
-    finished: float | None = None
-    # Where the call's progress and log lines go now: the request currently waiting
-    # on it (None between requests: dropped).
-    notify: Callable[[str, JSON], None] | None = None
-    brokered: list[Any] = field(default_factory=list)
-    _open: dict[str, _InBand] = field(default_factory=dict)
-    _held: dict[str, JSON] = field(default_factory=dict)
-    _asked: dict[str, itertools.count[int]] = field(default_factory=dict)
-    _changed: anyio.Event = field(default_factory=anyio.Event)
-    _scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-
-    @classmethod
-    def recorded(cls, row: JSON) -> Task:
-        """A finished task from its record (``TaskRecords.load``)."""
-        task = cls(row["id"], row["server"], row["what"], created=row["created"])
-        task.status, task.finished = row["status"], row["finished"]
-        task.result, task.error = row.get("result"), row.get("error")
-        task.brokered = list(row.get("questions") or [])
-        return task
-
-    @property
-    def done(self) -> bool:
-        return self.finished is not None
-
-    def open_requests(self) -> dict[str, JSON]:
-        """The in-band questions still waiting for an answer, by key."""
-        return {key: q.request for key, q in self._open.items() if q.answer is None}
-
-    def outcome(self) -> JSON:
-        """The call's result.
-
-        Raises:
-            McpError: the call failed (as it failed).
-        """
-        if self.error is not None:
-            raise McpError.from_error(self.error)
-        assert self.result is not None
-        return self.result
-
-    def give(self, responses: object, *, hold: bool) -> None:
-        """Answers from the host: to the open questions whose keys match; with ``hold``
-        (sent up front), the rest wait for the question they name. Others are ignored."""
-        if not isinstance(responses, Mapping):
-            return
-        for key, answer in responses.items():
-            if not isinstance(answer, Mapping):
-                continue
-            waiting = self._open.get(key)
-            if waiting is not None and waiting.answer is None:
-                waiting.answer = dict(answer)
-                waiting.done.set()
-            elif hold:
-                self._held[str(key)] = dict(answer)
-        self._change()
-
-    async def ask(self, method: str, params: JSON, ttl: float) -> JSON:
-        """Put one question to the host in-band; its answer (or a dismissal)."""
-        kind = _KINDS.get(method, "input")
-        key = f"{kind}-{next(self._asked.setdefault(kind, itertools.count(1)))}"
-        held = self._held.pop(key, None)
-        if held is not None:
-            return held
-        question = self._open[key] = _InBand({"method": method, "params": params})
-        self.status = "input_required"
-        self._change()
-        try:
-            with anyio.move_on_after(ttl):
-                await question.done.wait()
-        finally:
-            del self._open[key]
-            self.status = "working" if not self.done else self.status
-            self._change()
-        if question.answer is not None:
-            return question.answer
-        if method == "elicitation/create":
-            return {"action": "cancel"}  # dismissed without choosing
-        raise InternalError(f"nobody answered {method} within {ttl:g} s")
-
-    def note_brokered(self, question: Any) -> None:
-        self.brokered.append(question)
-        self._change()
-
-    async def changed(self, timeout: float | None = None) -> None:
-        """Until the task changes (a question, an answer, its end), or ``timeout``."""
-        event = self._changed
-        with anyio.move_on_after(timeout):
-            await event.wait()
-
-    def cancel(self) -> None:
-        self._scope.cancel()
-
-    def as_json(self) -> JSON:
-        out: JSON = {
-            "id": self.id,
-            "server": self.server,
-            "what": self.what,
-            "status": self.status,
-            "created": self.created,
-        }
-        if self.done:
-            out["finished"] = self.finished
-            out["result" if self.error is None else "error"] = self.result or self.error
-        if self.brokered:
-            out["questions"] = [getattr(q, "id", q) for q in self.brokered]
-        return out
-
-    def _change(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    def _finish(self, status: str, result: JSON | None, error: JSON | None) -> None:
-        self.status, self.result, self.error = status, result, error
-        self.finished = time.time()
-        self.notify = None
-        for question in self._open.values():
-            question.done.set()  # nobody is left to take their answers
-        self._change()
+# Whoever asks, sees every task: the operator's /v1 and the CLI.
+ANY: Final = _Anyone.ANY
+_EVENTS: Final = {"created": "task.created", "status": "task.status", "finished": "task.finished"}
 
 
 class Tasks:
-    """The daemon's running and recently finished tasks; the durable ones also on disk."""
+    """The daemon's running and recently finished tasks, also on disk."""
 
     def __init__(
         self,
@@ -202,14 +75,22 @@ class Tasks:
         keep: float,
         records: TaskRecords | None = None,
         limit: int = 1024,
+        *,
+        events: EventBus | None = None,
+        poll_interval: float = 1.0,
     ) -> None:
         self._group = group
         self._keep = keep
         self._records = records
         self._limit = limit
+        self._events = events
+        self._poll_interval = poll_interval
         self._tasks: dict[str, Task] = {}
         self._running = 0
-        self._finished: deque[Task] = deque()  # in the order they finished
+        self._ended: dict[str, None] = {}  # finished and in memory, in the order they finished
+        self._expiries: list[tuple[float, str]] = []  # (forgotten at, id), a heap
+        self._watchers: dict[int, Callable[[Task], None]] = {}
+        self._next_watcher = 0
 
     @property
     def keep(self) -> float:
@@ -222,12 +103,14 @@ class Tasks:
         run: Callable[[Task], Awaitable[JSON]],
         *,
         durable: bool = False,
+        owner: str | None = None,
+        ttl: float | None = None,
     ) -> Task:
-        """Run ``run(task)`` in the daemon's task group; the task, at once. A ``durable``
-        task's outcome outlives the daemon (for callers that come back by its id).
+        """Run ``run(task)`` in the daemon's task group; the task, at once.
 
         Raises:
             Throttled: ``limit`` tasks are running (``proto.maxTasks``).
+            StateDiskFull: a ``durable`` task's row cannot be written (not started).
         """
         self._prune()
         if self._running >= self._limit:
@@ -235,27 +118,58 @@ class Tasks:
                 f"{self._running} calls are running as tasks (proto.maxTasks); "
                 "retry once one has finished"
             )
-        task = Task(secrets.token_hex(8), server, what)
-        records = self._records if durable else None
-        if records is not None:  # first: a task that cannot be recorded is not started
-            records.started(task.id, server, what, task.created)
+        task = Task(secrets.token_hex(8), server, what, owner, ttl=ttl)
+        task.poll_interval = self._poll_interval
+        if self._records is not None:  # first: a task that must be kept and cannot is not run
+            if durable:
+                self._records.started(task.row())
+            else:
+                self._records.changed(task.row())
+        task._told = self._told
         self._tasks[task.id] = task
         self._running += 1
-        self._group.start_soon(self._run, task, run, records, name=f"mcpx task {task.id}")
+        self._group.start_soon(self._run, task, run, name=f"mcpx task {task.id}")
+        self._tell(task, "created")
         return task
 
-    def get(self, task_id: str) -> Task | None:
-        """A task of this daemon's, or a durable one's record from an earlier daemon."""
+    def get(self, task_id: str, owner: str | _Anyone | None = ANY) -> Task | None:
+        """A task of this daemon's, or one's record from an earlier daemon; None if it is
+        unknown, forgotten, or not ``owner``'s to see (the same answer: no leak)."""
         self._prune()
         found = self._tasks.get(task_id)
         if found is None and self._records is not None:
             row = self._records.load(task_id)
             found = None if row is None else Task.recorded(row)
+        if found is None or not _readable(found, owner):
+            return None
         return found
 
-    async def _run(
-        self, task: Task, run: Callable[[Task], Awaitable[JSON]], records: TaskRecords | None
-    ) -> None:
+    def list(self, owner: str | _Anyone | None = ANY) -> list[Task]:
+        """The tasks ``owner`` may see, newest first (``ANY``: every task)."""
+        self._prune()
+        found = dict(self._tasks)
+        if self._records is not None:
+            for row in self._records.rows():
+                if row["id"] not in found:
+                    found[row["id"]] = Task.recorded(row)
+        mine = [
+            t for t in found.values() if owner is ANY or (owner is not None and t.owner == owner)
+        ]
+        return sorted(mine, key=lambda t: t.created, reverse=True)
+
+    def watch(self, listener: Callable[[Task], None]) -> Callable[[], None]:
+        """Call ``listener(task)`` at every task's creation, status change and end
+        (synchronously: it must not block); the function that stops it."""
+        key = self._next_watcher
+        self._next_watcher += 1
+        self._watchers[key] = listener
+
+        def unsubscribe() -> None:
+            self._watchers.pop(key, None)
+
+        return unsubscribe
+
+    async def _run(self, task: Task, run: Callable[[Task], Awaitable[JSON]]) -> None:
         try:
             with task._scope:
                 try:
@@ -268,23 +182,50 @@ class Tasks:
                     task._finish("failed", None, failed.to_error())
                     return
                 task._finish("completed", result, None)
-            if not task.done:
-                cancelled = InternalError("the call was cancelled")
-                task._finish("cancelled", None, cancelled.to_error())
         finally:
             # Unfinished here means the daemon's own group was cancelled: it is stopping.
-            if not task.done:
-                stopped = InternalError("mcpx stopped before the call finished")
-                task._finish("failed", None, stopped.to_error())
+            stopped = InternalError("mcpx stopped before the call finished")
+            task._finish("failed", None, stopped.to_error())  # no-op when it had ended
             self._running -= 1
-            self._finished.append(task)
-            while len(self._finished) > self._limit:
-                self._tasks.pop(self._finished.popleft().id, None)
-            if records is not None:
-                records.finished(task.as_json())
+
+    def _told(self, task: Task, change: str) -> None:
+        if change == "finished":
+            self._ended[task.id] = None
+            heapq.heappush(self._expiries, (self._forgotten_at(task), task.id))
+            while len(self._ended) > self._limit:
+                self._forget(next(iter(self._ended)))
+        if self._records is not None:
+            self._records.changed(task.row())
+        if change == "finished":
+            self._publish(task, "status")  # the end is a status change too
+        self._tell(task, change)
+
+    def _tell(self, task: Task, change: str) -> None:
+        self._publish(task, change)
+        for listener in list(self._watchers.values()):
+            try:
+                listener(task)
+            except Exception:  # a watcher's bug must not end the task, nor the daemon
+                log.exception("a task watcher failed on task %s", task.id)
+
+    def _publish(self, task: Task, change: str) -> None:
+        if self._events is not None:
+            self._events.publish(_EVENTS[change], task.summary(), server=task.server or None)
+
+    def _forgotten_at(self, task: Task) -> float:
+        if task.ttl is not None:
+            return task.created + task.ttl
+        return (task.finished or task.updated) + self._keep
+
+    def _forget(self, task_id: str) -> None:
+        self._ended.pop(task_id, None)
+        self._tasks.pop(task_id, None)
 
     def _prune(self) -> None:
-        # Finished in order: the first that is still fresh has only fresher ones behind.
-        cutoff = time.time() - self._keep
-        while self._finished and (self._finished[0].finished or 0.0) < cutoff:
-            self._tasks.pop(self._finished.popleft().id, None)
+        now = time.time()
+        while self._expiries and self._expiries[0][0] <= now:
+            self._forget(heapq.heappop(self._expiries)[1])
+
+
+def _readable(task: Task, owner: str | _Anyone | None) -> bool:
+    return owner is ANY or task.owner is None or task.owner == owner

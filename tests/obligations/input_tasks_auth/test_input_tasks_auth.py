@@ -564,61 +564,72 @@ def test_a_host_that_never_retries_leaves_nothing_held(forgetful: Daemon) -> Non
         assert fresh["requestState"] != first["requestState"]
 
 
-# -- S-TASK, S-TASKX: tasks are not offered ---------------------------------------------
+# -- S-TASK, S-TASKX: tasks, per era ---------------------------------------------------
 
 TASK_METHODS = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel")
+CORE_TASKS = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 
 
-# S-TASK-1, S-TASK-3 (not offered: mcpx declares no tasks capability)
+# S-TASK-1, S-TASK-3 (tests/server/test_core_tasks.py runs tasks through an SDK host)
 @pytest.mark.obligation("S-TASK-1", "S-TASK-3")
-def test_legacy_hosts_are_never_offered_tasks_and_task_metadata_is_ignored(
+def test_core_tasks_are_declared_to_2025_11_25_only_and_only_mcpx_call_takes_a_task(
     daemon: Daemon,
 ) -> None:
     with httpx.Client(base_url=daemon.info["url"], timeout=120) as mcp:
         for rev in LEGACY_REVISIONS:
             headers, initialized = _legacy_session(mcp, rev, {"sampling": {}, "roots": {}})
             caps = initialized["capabilities"]
-            # S-TASK-1: no tasks capability in any revision's initialize result.
-            assert "tasks" not in caps, (rev, caps)
+            # S-TASK-1: the tasks capability where the revision defines it, nowhere else.
+            assert caps.get("tasks") == (CORE_TASKS if rev == LEGACY else None), (rev, caps)
             listed = mcp.post(
                 "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers
             ).json()["result"]
-            # S-TASK-3: no tool claims task support (no execution.taskSupport).
-            assert all("execution" not in t for t in listed["tools"]), listed
+            # S-TASK-3: only mcpx_call says it takes a task, and only where Tool has it.
+            executions = {t["name"]: t["execution"] for t in listed["tools"] if "execution" in t}
+            optional = {"mcpx_call": {"taskSupport": "optional"}}
+            assert executions == (optional if rev == LEGACY else {}), (rev, listed)
             if rev != LEGACY:
                 continue
-            # Task metadata on a call to mcpx's own tool is ignored: a CallToolResult.
-            # (In pass-through too: test_task_metadata_never_reaches_a_pass_through_upstream.)
+            # A task-augmented call of a tool that declares no taskSupport: -32601.
             params = {"name": "mcpx_servers", "arguments": {}, "task": {"ttl": 60000}}
             frame = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
-            result = mcp.post("/mcp", json=frame, headers=headers).json()["result"]
-            assert "task" not in result and not result.get("isError"), result
-            assert "asker" in result["content"][0]["text"], result
-            # No tasks/* method is served.
+            error = mcp.post("/mcp", json=frame, headers=headers).json()["error"]
+            assert error["code"] == -32601, error
+            # tasks/* are served: an id the host does not own is -32602, its list empty.
             for rid, method in enumerate(TASK_METHODS, 3):
                 call = {"jsonrpc": "2.0", "id": rid, "method": method}
                 call["params"] = {} if method == "tasks/list" else {"taskId": "t-1"}
-                error = mcp.post("/mcp", json=call, headers=headers).json()["error"]
-                assert error["code"] == -32601, (method, error)
+                reply = mcp.post("/mcp", json=call, headers=headers).json()
+                if method == "tasks/list":
+                    assert reply["result"] == {"tasks": []}, reply
+                else:
+                    assert reply["error"]["code"] == -32602, (method, reply)
 
 
-# S-TASKX-1 (not offered: mcpx declares no tasks extension)
+# S-TASKX-1: the extension is declared to 2026-07-28 hosts, core tasks only to 2025-11-25
 @pytest.mark.obligation("S-TASKX-1")
-def test_modern_hosts_are_never_offered_the_tasks_extension(daemon: Daemon) -> None:
+def test_modern_hosts_get_the_tasks_extension_never_core_tasks(daemon: Daemon) -> None:
     declaring = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
     with httpx.Client(base_url=daemon.info["url"], timeout=120) as mcp:
         discovered = _modern_post(mcp, "server/discover", {"_meta": _meta({})})["result"]
         caps = discovered["capabilities"]
+        # The extension is declared (a daemon that keeps tasks), core tasks never.
         assert "tasks" not in caps, caps
-        assert TASKS_EXTENSION not in caps.get("extensions", {}), caps
-        # A host that declares the extension still gets the plain result: never "task".
+        assert TASKS_EXTENSION in caps.get("extensions", {}), caps
+        # A fast call is answered with its own result, even to a host that declared it.
         params = {"name": "mcpx_servers", "arguments": {}, "_meta": _meta(declaring)}
         result = _modern_post(mcp, "tools/call", params, 2)["result"]
         assert result["resultType"] == "complete" and "content" in result, result
+        # The extension's methods are served: an id no task has is -32602.
         for rid, method in enumerate(("tasks/get", "tasks/update", "tasks/cancel"), 3):
             params = {"taskId": "t-1", "_meta": _meta(declaring)}
             if method == "tasks/update":
                 params["inputResponses"] = {}
+            error = _modern_post(mcp, method, params, rid)["error"]
+            assert error["code"] == -32602, (method, error)
+        # Core tasks' own methods are not the extension's.
+        for rid, method in enumerate(("tasks/result", "tasks/list"), 6):
+            params = {"taskId": "t-1", "_meta": _meta(declaring)}
             error = _modern_post(mcp, method, params, rid)["error"]
             assert error["code"] == -32601, (method, error)
     # Nothing mcpx answered any host in this module says resultType "task".
@@ -657,17 +668,28 @@ def test_task_metadata_never_reaches_a_pass_through_upstream(
         direct = upstream.request(1, "tools/call", work, timeout=120)
     assert set(direct["result"]) == {"task"}, direct
     with httpx.Client(base_url=tasky.info["url"], timeout=120) as mcp:
-        # S-TASK-2: a 2025-11-25 host, to which mcpx declared no tasks: the request is
-        # processed normally, its task metadata ignored; an ordinary CallToolResult.
+        # A 2025-11-25 host: the pass-through tool's execution (optional) makes the call
+        # a task of mcpx's own, whose result is the upstream's plain answer.
         headers, initialized = _legacy_session(mcp, LEGACY, {})
-        assert "tasks" not in initialized["capabilities"], initialized
+        assert initialized["capabilities"]["tasks"] == CORE_TASKS, initialized
         frame = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": work}
         reply = _post(mcp, frame, headers)
         sent_frames.sent(reply, LEGACY, answering="tools/call")
+        task_id = reply["result"]["task"]["taskId"]
+        frame = {"jsonrpc": "2.0", "id": 5, "method": "tasks/result"}
+        reply = _post(mcp, {**frame, "params": {"taskId": task_id}}, headers)
+        sent_frames.sent(reply, LEGACY, answering="tasks/result")
         assert reply["result"] == {
             "content": [{"type": "text", "text": "done plainly"}],
             "isError": False,
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task_id}},
         }, reply
+        # S-TASK-2: a request mcpx declared no task augmentation for is processed
+        # normally, its task metadata ignored.
+        frame = {"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"task": task}}
+        reply = _post(mcp, frame, headers)
+        sent_frames.sent(reply, LEGACY, answering="tools/list")
+        assert "task" not in reply["result"] and reply["result"]["tools"][0]["name"] == "work"
         # S-TASKX-2, S-TASKX-4: a 2026-07-28 host, whether or not it declared the tasks
         # extension (mcpx offers none): a complete CallToolResult, never a task.
         for rid, caps in enumerate(({}, {"extensions": {TASKS_EXTENSION: {}}}), 3):

@@ -393,7 +393,7 @@ def test_client_info_changes_nothing(daemon: Daemon, sent_frames: FrameLog) -> N
 # S-LIFE-22, S-LIFE-23 (not offered: mcpx supports no extension yet; the tasks extension
 # is not implemented)
 @pytest.mark.obligation("S-LIFE-22", "S-LIFE-23")
-def test_no_extension_is_declared_and_calls_stay_core(
+def test_a_client_without_the_declared_extension_gets_core_calls(
     daemon: Daemon, host: Callable[[], Host], sent_frames: FrameLog
 ) -> None:
     h = host()
@@ -402,16 +402,19 @@ def test_no_extension_is_declared_and_calls_stay_core(
     assert h.close() == 0
     sent_frames.sent(discover, MODERN, answering="server/discover")
     sent_frames.sent(call, MODERN, answering="tools/call")
-    assert "extensions" not in discover["result"]["capabilities"]
+    # The tasks extension is the one mcpx declares (core tasks are 2025-11-25's) …
+    tasks_extension = {"io.modelcontextprotocol/tasks": {}}
+    assert discover["result"]["capabilities"]["extensions"] == tasks_extension
     assert "tasks" not in discover["result"]["capabilities"]
-    # A client that declared no extension gets the core result.
+    # … and a client that declared no extension gets the core result.
     assert call["result"]["resultType"] == "complete"
     assert _text(call["result"]) == "x"
     with _mcp(daemon) as mcp:
         r = mcp.post("/mcp", json=_request(1, "initialize", _init(NEWEST_LEGACY)))
         sent_frames.sent(r.json(), NEWEST_LEGACY, answering="initialize")
         caps = r.json()["result"]["capabilities"]
-        assert "extensions" not in caps and "tasks" not in caps
+        # 2025-11-25 has no extensions: its core tasks instead.
+        assert "extensions" not in caps and "tasks" in caps
         mcp.delete("/mcp", headers={"Mcp-Session-Id": r.headers["mcp-session-id"]})
 
 

@@ -30,7 +30,6 @@ from obligations.server_features.helpers import (
     _listening,
     _modern,
     _serve,
-    _session,
     _until,
 )
 from support.daemon import Daemon
@@ -189,17 +188,37 @@ def test_questions_mcpx_puts_to_a_host_carry_no_progress_token(daemon: Daemon) -
     assert "progressToken" not in (question["params"].get("_meta") or {})
 
 
-# S-PROG-8 S-CANC-6 (not offered: mcpx runs no task-augmented requests)
+# S-PROG-8 S-CANC-6 (2025-11-25 core tasks; tests/server/test_core_tasks.py has the rest)
 @pytest.mark.obligation("S-PROG-8", "S-CANC-6")
-@pytest.mark.parametrize("rev", [LEGACY, MODERN])
-def test_tasks_are_not_offered(daemon: Daemon, rev: str) -> None:
-    with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
-        if rev == MODERN:
-            caps = _modern(mcp, "server/discover", {})[0]["result"]["capabilities"]
-        else:
-            caps = _session(mcp, rev)[1]["capabilities"]
-    assert "tasks" not in caps
-    assert "io.modelcontextprotocol/tasks" not in (caps.get("extensions") or {})
+def test_a_task_keeps_its_progress_token_and_only_tasks_cancel_stops_it(
+    daemon: Daemon, sent_frames: FrameLog
+) -> None:
+    with _serve(daemon) as peer:
+        peer.initialize(LEGACY)
+        # S-PROG-8: the call's progress goes on with the request's token after the
+        # CreateTaskResult answered it, until the task ends.
+        params = {**_slow_call({"progressToken": "p-1"}), "task": {}}
+        created = peer.request(1, "tools/call", params, timeout=60)
+        task_id = created["result"]["task"]["taskId"]
+        before = len(peer.notifications)
+        done = peer.request(2, "tasks/result", {"taskId": task_id}, timeout=60)
+        after = [n for n in peer.notifications[before:] if n["method"] == "notifications/progress"]
+        assert after and all(n["params"]["progressToken"] == "p-1" for n in after), after
+        assert done["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == task_id
+        # S-CANC-6: cancelling the request that made the task does not stop the task …
+        params = {**_call("demo", "slow", {"seconds": 30}), "task": {}}
+        long = peer.request(3, "tools/call", params, timeout=60)["result"]["task"]["taskId"]
+        peer.notify("notifications/cancelled", {"requestId": 3})
+        still = peer.request(4, "tasks/get", {"taskId": long}, timeout=60)
+        assert still["result"]["status"] == "working", still
+        # … tasks/cancel does.
+        cancelled = peer.request(5, "tasks/cancel", {"taskId": long}, timeout=60)
+        assert cancelled["result"]["status"] == "cancelled", cancelled
+    for reply, method in ((created, "tools/call"), (done, "tasks/result"), (still, "tasks/get")):
+        sent_frames.sent(reply, LEGACY, answering=method)
+    sent_frames.sent(cancelled, LEGACY, answering="tasks/cancel")
+    for note in peer.notifications:
+        sent_frames.sent(note, LEGACY)
 
 
 # S-PROMPT-2 (not declared: prompts.listChanged is false, so no prompt change is sent)
