@@ -33,7 +33,7 @@ from mcpx import wire
 from mcpx.client import UpstreamError, UpstreamTimeout, offers_tasks
 from mcpx.config import more_verbose
 from mcpx.pool import PoolFull, UnknownServer
-from mcpx.shapes import call_result_problem
+from mcpx.shapes import call_result_problem, without_nulls
 
 from ._errors import OpError
 from ._limits import check_arguments_size
@@ -160,6 +160,7 @@ async def request_for_caller(
                 raise UpstreamError(
                     f"{server} answered tools/call with a malformed result: {problem}"
                 )
+            result = without_nulls(result)
         outcome["isError"] = bool(result.get("isError"))
         return result
 

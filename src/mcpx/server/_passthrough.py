@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from mcpx.ops import OpError, request_for_caller, upstream_error
+from mcpx.spec import TASKS_EXTENSION
 from mcpx.wire import InternalError, InvalidParams, McpError
 
 if TYPE_CHECKING:
@@ -170,8 +171,14 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
     """
     try:
         # A 2026-07-28 host answers a modern upstream's questions itself, under the
-        # upstream's own keys and requestState: its retry is forwarded as it comes.
-        relay_input = ctx.host_capabilities is not None and method in _ASKING
+        # upstream's own keys and requestState: its retry is forwarded as it comes. Not a
+        # host that takes tasks: its call may be a task by the time the upstream asks, and
+        # a task's questions are mcpx's to put (parked until tasks/update).
+        relay_input = (
+            ctx.host_capabilities is not None
+            and method in _ASKING
+            and not _takes_tasks(ctx.host_capabilities)
+        )
         sent = _upstream_params(params)
         return await request_for_caller(ctx, server, method, sent, relay_input=relay_input)
     except OpError as exc:  # refused before it was sent (too large or deep): the host's
@@ -185,6 +192,11 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
         if ours is None:
             raise
         raise InternalError(f"{server}: {ours.message}", _ours(server)) from exc
+
+
+def _takes_tasks(capabilities: Mapping[str, Any]) -> bool:
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
 
 
 def _ours(server: str) -> JSON:

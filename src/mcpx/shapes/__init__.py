@@ -4,7 +4,7 @@ from ._capabilities import capabilities_for, server_capabilities
 from ._copy_on_write import MissingRow
 from ._downgrade import RESULT_DEFINITIONS, downgrade, downgrade_notification
 from ._envelope import CACHE_SCOPES, envelope, unrelated
-from ._items import call_result_problem
+from ._items import call_result_problem, without_nulls
 from ._matrix_gaps import PENDING_ROWS
 from ._param_headers import (
     InvalidHeaderAnnotation,
@@ -29,4 +29,5 @@ __all__ = [
     "param_headers",
     "server_capabilities",
     "unrelated",
+    "without_nulls",
 ]

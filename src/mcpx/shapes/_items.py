@@ -35,6 +35,7 @@ __all__ = [
     "resource_contents",
     "resource_template",
     "tool",
+    "without_nulls",
 ]
 
 # Block type -> its schema definition. The three in every revision carry no
@@ -150,9 +151,33 @@ def call_result_problem(result: JSON) -> str | None:
         problem = _block_problem(blk)
         if problem is not None:
             return f"content[{i}]: {problem}"
-    if "isError" in result and not isinstance(result["isError"], bool):
+    # A null member is read as absent (``without_nulls`` drops it before relaying).
+    if result.get("isError") is not None and not isinstance(result["isError"], bool):
         return f"isError must be a boolean (got {_kind(result['isError'])})"
     return None
+
+
+def without_nulls(result: JSON) -> JSON:
+    """``result`` (a ``CallToolResult`` that passed ``call_result_problem``) without the
+    members set to null in it, its content blocks and their embedded resources: some
+    servers send ``"annotations": null`` or ``"_meta": null``, which no revision's schema
+    allows, so mcpx would relay an invalid frame. ``result`` itself when it has none."""
+    content = result["content"]
+    blocks = [_no_nulls(b) for b in content]
+    changed = any(a is not b for a, b in zip(blocks, content, strict=True))
+    if not changed and not any(v is None for k, v in result.items() if k != "structuredContent"):
+        return result
+    out = {k: v for k, v in result.items() if v is not None or k == "structuredContent"}
+    return {**out, "content": blocks}
+
+
+def _no_nulls(blk: JSON) -> JSON:
+    embedded = blk.get("resource")
+    inner = _no_nulls(embedded) if isinstance(embedded, dict) else embedded
+    if inner is embedded and not any(v is None for v in blk.values()):
+        return blk
+    out = {k: v for k, v in blk.items() if v is not None}
+    return {**out, "resource": inner} if inner is not None else out
 
 
 def _block_problem(blk: object) -> str | None:
