@@ -189,16 +189,7 @@ def test_an_unknown_profile_is_refused_on_every_door(daemon: Daemon) -> None:
         assert answer.json()["error"]["details"]["known"] == ["default", "ops"]
     listed = daemon.cli("tools", "--profile", "nope")
     assert listed.returncode == 2 and "no profile named 'nope'" in listed.stderr
-    served = subprocess.run(
-        [sys.executable, "-m", "mcpx", "serve", "--profile", "nope"],
-        env=daemon.env(),
-        cwd=daemon.home,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    served = _serve(daemon, "--profile", "nope")
     assert served.returncode == 2 and "no profile named 'nope'" in served.stderr
 
 
@@ -230,18 +221,8 @@ def test_pass_through_honours_the_filters(daemon: Daemon) -> None:
 
 
 def test_a_daemon_whose_mcp_profile_no_server_lists_does_not_start(daemon: Daemon) -> None:
-    started = subprocess.run(
-        [
-            *(sys.executable, "-m", "mcpx", "daemon", "--state-dir", str(daemon.home / "other")),
-            *("--mcp-profile", "nope", "--port", "0", "--address", "127.0.0.1"),
-        ],
-        env=daemon.env(),
-        cwd=daemon.home,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    other = str(daemon.home / "other")
+    started = daemon.cli("daemon", "--state-dir", other, "--mcp-profile", "nope", "--port", "0")
     assert started.returncode == 2 and "no profile named 'nope'" in started.stderr
 
 
@@ -281,8 +262,20 @@ def test_a_search_can_be_limited_and_says_how_many_matched(daemon: Daemon) -> No
 
 
 def test_serve_refuses_to_pass_through_a_server_it_does_not_have(daemon: Daemon) -> None:
-    served = subprocess.run(
-        [sys.executable, "-m", "mcpx", "serve", "--passthrough", "demo,nope"],
+    served = _serve(daemon, "--passthrough", "demo,nope")
+    assert served.returncode == 2 and "--passthrough names 'nope'" in served.stderr
+
+
+def test_a_prompt_takes_key_value_arguments_as_strings(daemon: Daemon) -> None:
+    got = daemon.cli("prompt", "demo", "hello", "name=42", "--json")
+    assert got.returncode == 0, got.stderr
+    assert "42" in json.dumps(json.loads(got.stdout)["messages"])
+
+
+def _serve(daemon: Daemon, *args: str) -> subprocess.CompletedProcess[str]:
+    """``mcpx serve ARGS`` with an empty stdin (it must refuse before reading any)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcpx", "serve", *args],
         env=daemon.env(),
         cwd=daemon.home,
         input="",
@@ -291,10 +284,3 @@ def test_serve_refuses_to_pass_through_a_server_it_does_not_have(daemon: Daemon)
         timeout=60,
         check=False,
     )
-    assert served.returncode == 2 and "--passthrough names 'nope'" in served.stderr
-
-
-def test_a_prompt_takes_key_value_arguments_as_strings(daemon: Daemon) -> None:
-    got = daemon.cli("prompt", "demo", "hello", "name=42", "--json")
-    assert got.returncode == 0, got.stderr
-    assert "42" in json.dumps(json.loads(got.stdout)["messages"])
