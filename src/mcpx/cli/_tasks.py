@@ -10,12 +10,15 @@ A ``mcpx call`` that stopped on a question (exit 75) goes on in the daemon as a 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
 from ._call_stream import EX_TEMPFAIL
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
+from ._http import Reply
 from ._views import fail_reply, show_response
 
 __all__ = ["task_group"]
@@ -36,11 +39,8 @@ def task_group() -> None:
 @settings_options
 def list_(status: str | None, as_json: bool, **params: object) -> None:
     """The daemon's tasks, newest first: running, and finished ones it still keeps."""
-    client = DaemonClient(load_settings(params))
     query = {} if status is None else {"status": status}
-    response = client.call("GET", "/v1/tasks", params=query)
-    if response.status_code >= 400:
-        fail_reply(response)
+    response = _asked(params, "GET", "/v1/tasks", params=query)
     show_response("tasks", response.json(), as_json)
 
 
@@ -49,10 +49,7 @@ def list_(status: str | None, as_json: bool, **params: object) -> None:
 @settings_options
 def cancel(task_id: str, **params: object) -> None:
     """Cancel a running task (one that had ended is left as it was); its status after."""
-    client = DaemonClient(load_settings(params))
-    response = client.call("POST", f"/v1/tasks/{task_id}/cancel", task=task_id)
-    if response.status_code >= 400:
-        fail_reply(response)
+    response = _asked(params, "POST", f"/v1/tasks/{task_id}/cancel", task=task_id)
     click.echo(f"task {task_id}: {response.json()['status']}")
 
 
@@ -63,12 +60,8 @@ def cancel(task_id: str, **params: object) -> None:
 @settings_options
 def result(task_id: str, wait: float, as_json: bool, **params: object) -> None:
     """Wait for a task's end and print its result as ``mcpx call`` would."""
-    client = DaemonClient(load_settings(params))
-    response = client.call(
-        "GET", f"/v1/tasks/{task_id}/result", task=task_id, params={"wait": wait}
-    )
-    if response.status_code >= 400:
-        fail_reply(response)
+    path = f"/v1/tasks/{task_id}/result"
+    response = _asked(params, "GET", path, task=task_id, params={"wait": wait})
     if response.status_code == 202:
         doc = response.json()
         click.echo(json.dumps(doc, indent=2) if as_json else f"task {task_id}: {doc['status']}")
@@ -82,8 +75,13 @@ def result(task_id: str, wait: float, as_json: bool, **params: object) -> None:
 @settings_options
 def show(task_id: str, **params: object) -> None:
     """A task's status (and its outcome once it ended), as JSON."""
-    client = DaemonClient(load_settings(params))
-    response = client.call("GET", f"/v1/tasks/{task_id}", task=task_id)
+    response = _asked(params, "GET", f"/v1/tasks/{task_id}", task=task_id)
+    click.echo(json.dumps(response.json(), indent=2, ensure_ascii=False))
+
+
+def _asked(options: Mapping[str, object], method: str, path: str, **kw: Any) -> Reply:
+    """The daemon's answer to one request; an error answer ends the command (its code)."""
+    response = DaemonClient(load_settings(options)).call(method, path, **kw)
     if response.status_code >= 400:
         fail_reply(response)
-    click.echo(json.dumps(response.json(), indent=2, ensure_ascii=False))
+    return response
