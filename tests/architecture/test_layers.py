@@ -33,6 +33,7 @@ LAYERS: Final = (
     "tasks",
     "pool",
     "client",
+    "oauth",
     "transport",
     "events",
     "config",

@@ -84,7 +84,6 @@ def test_auth_blocks() -> None:
 @pytest.mark.parametrize(
     ("block", "words"),
     [
-        ({"type": "oauth"}, "oauth is not implemented"),
         ({"type": "bearer", "tokenEnv": "NOPE"}, "NOPE, which is not set"),
         ({"type": "bearer"}, "needs 'token'"),
         ({"type": "header", "value": "v"}, "needs a 'name'"),

@@ -206,11 +206,22 @@ SEEDED: list[tuple[str, object]] = [
     ("daemon.address", "127.0.0.1"),
     ("daemon.auth", "none"),
     ("daemon.tokens", ()),
+    ("daemon.oauth.issuer", ""),
+    ("daemon.oauth.resource", ""),
+    ("daemon.oauth.jwksUri", ""),
+    ("daemon.oauth.introspectionUrl", ""),
+    ("daemon.oauth.clientId", ""),
+    ("daemon.oauth.clientSecretEnv", ""),
+    ("daemon.oauth.scopes", ()),
+    ("daemon.oauth.algorithms", ("RS256", "ES256")),
     ("daemon.insecureNoAuth", False),
     ("daemon.configPoll", 2.0),
     ("daemon.stopGrace", 3.0),
     ("log.level", "info"),
     ("log.frames", ""),
+    ("log.payloads", False),
+    ("log.keep", 7),
+    ("log.keepRows", 100_000),
 ]
 
 

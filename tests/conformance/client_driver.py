@@ -17,9 +17,11 @@ import sys
 from typing import Any
 
 import anyio
+import httpx
 
 from mcpx.client import QuestionOrigin, Session, open_session
 from mcpx.config import ServerConfig, resolve
+from mcpx.oauth import LoginNeeded, MemoryStore
 
 log = logging.getLogger("conformance-driver")
 
@@ -47,6 +49,40 @@ class Host:
         if method == "roots/list":
             return {"roots": []}
         return {}
+
+
+class HeadlessBrowser:
+    """An ``Authorizer`` standing in for a person: it opens the authorization URL without
+    following the redirect, and answers with the URL the server redirected to."""
+
+    async def authorize(self, authorization_url: str, redirect_uri: str) -> str:
+        async with httpx.AsyncClient(follow_redirects=False, timeout=30) as http:
+            response = await http.get(authorization_url)
+        location = response.headers.get("Location")
+        if response.status_code not in (301, 302, 303, 307, 308) or not location:
+            raise LoginNeeded("conformance", f"authorization answered HTTP {response.status_code}")
+        return str(response.url.join(location))
+
+
+def auth_block(scenario: str, context: dict[str, Any]) -> dict[str, object] | None:
+    """The server's auth block as a user would write it for this scenario, with what
+    the suite hands over in MCP_CONFORMANCE_CONTEXT (pre-registered client, keys)."""
+    if not scenario.startswith("auth/"):
+        return None
+    block: dict[str, object] = {"type": "oauth"}
+    if scenario == "auth/basic-cimd":
+        block["clientMetadataUrl"] = "https://conformance-test.local/client-metadata.json"
+    if "client_id" in context:
+        block["clientId"] = context["client_id"]
+    if "client_secret" in context:
+        os.environ["MCPX_CONFORMANCE_SECRET"] = context["client_secret"]
+        block["clientSecretEnv"] = "MCPX_CONFORMANCE_SECRET"
+    if "private_key_pem" in context:
+        os.environ["MCPX_CONFORMANCE_KEY"] = context["private_key_pem"]
+        block["privateKeyEnv"] = "MCPX_CONFORMANCE_KEY"
+    if scenario.startswith("auth/client-credentials"):
+        block["grant"] = "client_credentials"
+    return block
 
 
 async def exercise(session: Session, scenario: str, context: dict[str, Any]) -> None:
@@ -103,9 +139,17 @@ async def main(url: str) -> None:
     else:
         flags |= {"upstream.protocol": "force-initialize", "spec.first": revision}
     settings = resolve(file=None, env={}, flags=flags)
-    server = ServerConfig(name="conformance", transport="http", url=url)
+    server = ServerConfig(
+        name="conformance", transport="http", url=url, auth=auth_block(scenario, context)
+    )
     with anyio.fail_after(50):
-        async with open_session(server, settings, handler=Host()) as session:
+        async with open_session(
+            server,
+            settings,
+            handler=Host(),
+            oauth_store=MemoryStore(),
+            authorizer=HeadlessBrowser(),
+        ) as session:
             await exercise(session, scenario, context)
 
 

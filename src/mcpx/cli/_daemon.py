@@ -33,6 +33,7 @@ from typing import Any
 
 import click
 
+from mcpx import __version__
 from mcpx.config import (
     ServerConfig,
     UnknownProfile,
@@ -41,7 +42,7 @@ from mcpx.config import (
     state_dir,
 )
 from mcpx.daemon import EX_STATE_FULL, DaemonPaths, demo_server
-from mcpx.ops import PROFILE_HEADER
+from mcpx.ops import CLI_AGENT, PROFILE_HEADER
 
 from ._context import Loaded, load_settings, settings_options
 from ._http import Reply, UnixHttp
@@ -111,7 +112,9 @@ class DaemonClient:
         return info if alive(int(info.get("pid", 0))) else None
 
     def http(self) -> UnixHttp:
-        headers = {PROFILE_HEADER: self.profile} if self.profile else None
+        headers = {"User-Agent": f"{CLI_AGENT}{__version__}"}  # the call log's door: cli
+        if self.profile:
+            headers[PROFILE_HEADER] = self.profile
         return UnixHttp(str(self.paths.socket), headers=headers)
 
     def healthy(self) -> bool:

@@ -8,9 +8,11 @@ from mcpx import __version__
 
 from ._add import edit_commands
 from ._daemon import daemon_commands
+from ._doctor import doctor_command
 from ._elicit import elicit_group
 from ._import import import_command
 from ._install_host import install_host_command
+from ._log import log_command, stats_command
 from ._ops import op_commands
 from ._protocol import protocol
 from ._serve import serve_command
@@ -40,6 +42,9 @@ cli.add_command(elicit_group)
 cli.add_command(task_group)
 cli.add_command(import_command)
 cli.add_command(install_host_command)
+cli.add_command(log_command)
+cli.add_command(doctor_command)
+cli.add_command(stats_command)
 for command in (*daemon_commands(), *op_commands(), *edit_commands()):
     cli.add_command(command)
 

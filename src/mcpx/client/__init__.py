@@ -4,9 +4,14 @@
 ``Session`` it yields sends any method (``request``) or the typed helpers.
 Questions the upstream asks (legacy requests, modern ``input_required``)
 all go to one ``QuestionHandler``.
+
+OAuth-protected HTTP upstreams (``mcpx.oauth``): ``open_session(..., oauth_store=,
+authorizer=, user=)``. When a person must sign in, ``open_session`` raises
+``mcpx.oauth.LoginNeeded`` itself; a later call fails with an ``UpstreamError`` whose
+cause carries it: ``login_needed(exc)`` finds it in either case.
 """
 
-from ._auth import AuthError, AuthParts, apply_auth
+from ._auth import AuthError, AuthParts, apply_auth, login_needed
 from ._connection import Connection, Unanswered, open_connection
 from ._era_cache import EraCache, Remembered, config_key
 from ._errors import HandshakeFailed, UpstreamBroken, UpstreamError, UpstreamTimeout
@@ -42,6 +47,7 @@ __all__ = [
     "UpstreamTimeout",
     "apply_auth",
     "config_key",
+    "login_needed",
     "negotiate",
     "offers_tasks",
     "open_connection",

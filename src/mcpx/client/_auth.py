@@ -8,7 +8,10 @@ or, better, named by an environment variable with the ``…Env`` key):
     {"type": "header", "name", "value" | "valueEnv"}  any request header
     {"type": "query", "name", "value" | "valueEnv"}   a URL query parameter
     {"type": "env", "name", "value" | "valueEnv"}     an environment variable (stdio)
-    {"type": "oauth", …}                              refused: not implemented yet
+    {"type": "oauth", "clientId"?, "clientSecret"? | "clientSecretEnv"?, "scopes"?,
+     "clientMetadataUrl"?, "grant"?, "privateKeyEnv"?}
+                                                      no headers here: ``mcpx.oauth`` gives
+                                                      the HTTP transports an ``httpx.Auth``
 
 No message here holds a secret: errors name the key or the variable that is missing,
 never a value, and ``AuthParts`` shows names only.
@@ -23,10 +26,12 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mcpx.config import redact_headers
+from mcpx.oauth import LoginNeeded
+from mcpx.transport import AuthFailed
 
 from ._errors import UpstreamError
 
-__all__ = ["AuthError", "AuthParts", "apply_auth"]
+__all__ = ["AuthError", "AuthParts", "apply_auth", "login_needed"]
 
 
 class AuthError(UpstreamError):
@@ -78,7 +83,7 @@ def apply_auth(
     """What ``block`` adds to a connection: headers, query parameters, env vars.
 
     Raises:
-        AuthError: the block is incomplete, names an unset variable, or is oauth.
+        AuthError: the block is incomplete or names an unset variable.
     """
     if not block:
         return AuthParts()
@@ -101,8 +106,23 @@ def apply_auth(
     if kind == "env":
         return AuthParts(env={_name(server, block): _secret(server, block, "value", env)})
     if kind == "oauth":
-        raise AuthError(
-            f"{server}: auth type oauth is not implemented yet; "
-            "give a token with type bearer (tokenEnv) instead"
-        )
+        return AuthParts()  # the OAuthClient's httpx.Auth does it (see _open)
     raise AuthError(f"{server}: unknown auth type {kind!r}")
+
+
+def login_needed(exc: BaseException | None) -> LoginNeeded | None:
+    """The ``LoginNeeded`` behind ``exc``, if that is why it failed.
+
+    ``open_session`` raises a ``LoginNeeded`` itself; a call on an open session fails with
+    an ``UpstreamError`` whose cause is the transport's ``AuthFailed``, which carries it.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, LoginNeeded):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = [login_needed(e) for e in exc.exceptions]
+            return next((f for f in found if f is not None), None)
+        exc = exc.error if isinstance(exc, AuthFailed) else exc.__cause__ or exc.__context__
+    return None

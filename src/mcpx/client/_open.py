@@ -21,6 +21,7 @@ import httpx
 
 from mcpx import spec
 from mcpx.config import ServerConfig, Settings
+from mcpx.oauth import Authorizer, MemoryStore, OAuthClient, OAuthError, TokenStore
 from mcpx.transport import (
     HttpSession,
     TransportError,
@@ -30,7 +31,7 @@ from mcpx.transport import (
     open_streamable_http,
 )
 
-from ._auth import AuthParts, apply_auth
+from ._auth import AuthError, AuthParts, apply_auth, login_needed
 from ._connection import Unanswered, open_connection
 from ._era_cache import EraCache
 from ._handler import DeclineEverything, QuestionHandler, QuestionOrigin
@@ -76,13 +77,23 @@ async def open_session(
     cache: EraCache | None = None,
     client: httpx.AsyncClient | None = None,
     hooks: Hooks | None = None,
+    oauth_store: TokenStore | None = None,
+    authorizer: Authorizer | None = None,
+    user: str = "",
 ) -> AsyncIterator[Session]:
     """A session to ``server`` whose era and revision are settled.
 
+    An HTTP server with an oauth auth block gets an ``OAuthClient`` (tokens in
+    ``oauth_store``, else in memory for this session; logins through ``authorizer``).
+    With a store, so does any HTTP server without an auth block: a 401 with a Bearer
+    challenge then runs the same flow.
+
     Raises:
+        LoginNeeded: a person must sign in first (``mcpx auth login <server>``).
         HandshakeFailed, UpstreamError, McpError: the upstream cannot be used.
     """
     opener = _Opener(server, settings, handler or DeclineEverything(), cache, hooks or Hooks())
+    opener.oauth = _oauth_for(server, oauth_store, authorizer, user)
     try:
         async with AsyncExitStack() as stack:
             if client is None and server.transport != "stdio":
@@ -93,7 +104,25 @@ async def open_session(
     except BaseExceptionGroup as group:
         # The transport and connection task groups wrap whatever passes
         # through them; callers get the one error that happened.
-        raise _sole(group) from None
+        sole = _sole(group)
+        raise (login_needed(sole) or sole) from None
+    except Exception as exc:
+        needed = login_needed(exc)
+        if needed is None or needed is exc:
+            raise
+        raise needed from None
+
+
+def _oauth_for(
+    server: ServerConfig, store: TokenStore | None, authorizer: Authorizer | None, user: str
+) -> OAuthClient | None:
+    kind = (server.auth or {}).get("type")
+    if server.transport == "stdio" or not (kind == "oauth" or (kind is None and store)):
+        return None
+    try:
+        return OAuthClient(server, store=store or MemoryStore(), user=user, authorizer=authorizer)
+    except OAuthError as exc:
+        raise AuthError(f"{server.name}: {exc}") from None
 
 
 def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -127,6 +156,7 @@ class _Opener:
         use_cache = settings["upstream.eraCache"] and not self.preference.forced
         self.cache = cache if use_cache else None
         self.auth: AuthParts = apply_auth(server.name, server.auth)
+        self.oauth: OAuthClient | None = None
 
     async def connect(self, stack: AsyncExitStack) -> Session:
         cached = self.cache.get(self.server) if self.cache else None
@@ -253,6 +283,7 @@ class _Opener:
         assert server.url is not None and self.client is not None
         headers = {**dict(server.headers), **self.auth.headers}
         url = self.auth.url(server.url)
+        auth = self.oauth.auth() if self.oauth else None
         if kind == "http":
-            return open_streamable_http(url, headers=headers, client=self.client)
-        return open_legacy_sse(url, headers=headers, client=self.client)
+            return open_streamable_http(url, headers=headers, client=self.client, auth=auth)
+        return open_legacy_sse(url, headers=headers, client=self.client, auth=auth)

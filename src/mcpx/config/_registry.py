@@ -53,7 +53,7 @@ UPSTREAM_PROTOCOLS: Final = (
     "force-initialize",
 )
 # Who may use the daemon's TCP port (daemon.auth); the unix socket is the user's own.
-AUTH_MODES: Final = ("none", "token")
+AUTH_MODES: Final = ("none", "token", "oauth")
 # The MCP logging levels (RFC 5424 severities), least severe first.
 LOG_LEVELS: Final = (
     "debug",
@@ -79,6 +79,12 @@ def _duration(name: str, default: str, doc: str) -> Setting:
 
 def _integer(name: str, default: int, doc: str, minimum: int | None = None) -> Setting:
     return Setting(name, IntegerKind(minimum), default, doc)
+
+
+def _oauth(name: str, doc: str) -> Setting:
+    return Setting(
+        f"daemon.oauth.{name}", StringKind(allow_empty=True), "", "daemon.auth=oauth: " + doc
+    )
 
 
 def _declare(settings: Iterable[Setting]) -> Mapping[str, Setting]:
@@ -323,8 +329,9 @@ _SEED: Final[tuple[Setting, ...]] = (
         "daemon.auth",
         ChoiceKind(AUTH_MODES),
         "none",
-        "Who may use the TCP port: none (anyone who reaches it; loopback only) or token "
-        "(Authorization: Bearer, one of daemon.tokens). The unix socket needs none.",
+        "Who may use the TCP port: none (anyone who reaches it; loopback only), token "
+        "(Authorization: Bearer, one of daemon.tokens) or oauth (access tokens of "
+        "daemon.oauth.issuer). The unix socket needs none.",
     ),
     Setting(
         "daemon.tokens",
@@ -332,6 +339,26 @@ _SEED: Final[tuple[Setting, ...]] = (
         (),
         "Names of the bearer tokens daemon.auth=token accepts, never the tokens: NAME reads "
         "MCPX_TOKEN_NAME, NAME=VAR reads $VAR (upper case); each at least 32 characters.",
+    ),
+    _oauth("issuer", "the authorization server whose tokens the port accepts (iss)."),
+    _oauth(
+        "resource",
+        "this daemon's resource URI, the audience its tokens name; empty: "
+        "http://ADDRESS:PORT/mcp as the request reached the port.",
+    ),
+    _oauth("jwksUri", "the issuer's keys; empty: jwks_uri of its RFC 8414/OpenID metadata."),
+    _oauth(
+        "introspectionUrl",
+        "check tokens by RFC 7662 introspection there instead of as JWTs (as clientId).",
+    ),
+    _oauth("clientId", "the client id mcpx introspects tokens as."),
+    _oauth("clientSecretEnv", "the variable holding that client's secret (never the secret)."),
+    Setting("daemon.oauth.scopes", _STRINGS, (), "daemon.auth=oauth: scopes a token must carry."),
+    Setting(
+        "daemon.oauth.algorithms",
+        _STRINGS,
+        ("RS256", "ES256"),
+        "daemon.auth=oauth: JWT signature algorithms accepted (never none).",
     ),
     Setting(
         "daemon.insecureNoAuth",
@@ -366,6 +393,15 @@ _SEED: Final[tuple[Setting, ...]] = (
         "File the daemon appends every MCP frame it sends a host to, as JSON lines "
         "(revision, frame); empty: off. For debugging and the test suite's schema sweep.",
     ),
+    Setting(
+        "log.payloads",
+        _BOOLEAN,
+        False,
+        "Keep calls' arguments and results in the call log (<state>/calls.db); values of "
+        "keys that look secret (token, password, key …) are hidden either way.",
+    ),
+    _integer("log.keep", 7, "Days the call log keeps a call.", minimum=0),
+    _integer("log.keepRows", 100_000, "Calls the call log keeps at most.", minimum=1),
     Setting(
         "state.dir",
         StringKind(allow_empty=False),

@@ -29,8 +29,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcpx import wire
 from mcpx.config import BooleanKind, IntegerKind, InvalidValue
 from mcpx.ops import (
+    CLI_AGENT,
     OPERATIONS,
     PROFILE_HEADER,
+    Caller,
     OpContext,
     Operation,
     OpError,
@@ -41,6 +43,7 @@ from mcpx.ops import (
     run_operation,
 )
 
+from ._guard import PRINCIPAL
 from ._limits import BodyLimits, LimitBodies
 from ._post_answer import PostAnswer, json_line
 from ._timers import Timers
@@ -190,13 +193,24 @@ def _relayed(
     return answering
 
 
+def _caller(ctx: OpContext, request: Request) -> OpContext:
+    """``ctx`` naming its caller for the call log: the CLI (its User-Agent says so) or
+    another /v1 client, over the unix socket or TCP."""
+    agent = request.headers.get("user-agent")
+    door = "cli" if agent and agent.startswith(CLI_AGENT) else "v1"
+    transport = "unix" if request.scope.get("server") is None else "http"
+    return replace(ctx, caller=Caller(door, transport, agent))
+
+
 def _route(op: Operation, ctx: Callable[[], OpContext], later: Timers) -> Route:
     async def endpoint(request: Request) -> Response:
         try:
             args = await _gather(op, request)
             check_input(op, args)
             # A caller may look as a host of one profile would (mcpx --profile P).
-            here = profiled(ctx(), request.headers.get(PROFILE_HEADER))
+            here = _caller(profiled(ctx(), request.headers.get(PROFILE_HEADER)), request)
+            if (principal := request.scope.get(PRINCIPAL)) is not None:
+                here = replace(here, identity=principal)  # an authenticated caller's own scope
             if op.relays and _NDJSON in request.headers.get("accept", ""):
                 return _relayed(op, here, args, request, later)  # type: ignore[return-value]
             out = await run_operation(op, here, args)

@@ -14,8 +14,8 @@ Invariants:
   or short does not start (``StartRefused``, saying what to set).
 - Beyond loopback, ``daemon.auth=none`` is refused before anything is bound, unless
   ``daemon.insecureNoAuth``, which is warned about at every start (``exposure``).
-- A mode is a class with ``check``; ``_MODES`` maps ``daemon.auth`` to it, so a mode
-  (OAuth) is one more entry. ``none`` has no class: no check runs.
+- A mode is a class with ``check``; ``_MODES`` maps ``daemon.auth`` to it (``oauth``:
+  ``_oauth_auth``). ``none`` has no class: no check runs.
 """
 
 from __future__ import annotations
@@ -26,15 +26,19 @@ import logging
 import re
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 from mcpx.config import Settings
+
+from ._auth_verdicts import Authenticator, Denied, Granted, StartRefused
+from ._oauth_auth import open_oauth
 
 __all__ = [
     "MIN_TOKEN",
     "Authenticator",
     "Denied",
     "Exposure",
+    "Granted",
     "StartRefused",
     "TokenAuth",
     "admit",
@@ -57,31 +61,6 @@ _VAR: Final = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
 _BEARER: Final = re.compile(rb"[Bb][Ee][Aa][Rr][Ee][Rr] +([^ ]+) *")
 
 
-class StartRefused(Exception):
-    """The daemon must not start as configured; the message says what to change."""
-
-
-@dataclass(frozen=True)
-class Denied:
-    """A request the auth check refuses: 401, with the challenge to send."""
-
-    message: str
-    challenge: str
-    code: str = "unauthorized"
-
-
-class Authenticator(Protocol):
-    @property
-    def variables(self) -> tuple[str, ...]:
-        """The environment variables the secrets were read from: the daemon removes them
-        from its environment, so that no upstream server it starts inherits them."""
-        ...
-
-    def check(self, authorization: bytes | None) -> str | Denied:
-        """The name of the token an ``Authorization`` header carries, or why it is refused."""
-        ...
-
-
 class TokenAuth:
     """``daemon.auth=token``: ``Authorization: Bearer <one of the named tokens>``."""
 
@@ -94,7 +73,10 @@ class TokenAuth:
     def variables(self) -> tuple[str, ...]:
         return self._variables
 
-    def check(self, authorization: bytes | None) -> str | Denied:
+    def metadata(self, resource: str) -> dict[str, object] | None:
+        return None
+
+    async def check(self, authorization: bytes | None, resource: str) -> Granted | Denied:
         m = _BEARER.fullmatch(authorization) if authorization is not None else None
         if m is None:
             return Denied(
@@ -113,7 +95,7 @@ class TokenAuth:
                 _REALM + ', error="invalid_token"',
                 code="invalid_token",
             )
-        return found
+        return Granted(f"token:{found}", f"token {found}")
 
 
 def _tokens(settings: Settings, environ: Mapping[str, str]) -> dict[str, tuple[str, bytes]]:
@@ -154,6 +136,7 @@ def _tokens(settings: Settings, environ: Mapping[str, str]) -> dict[str, tuple[s
 
 _MODES: Final[dict[str, Callable[[Settings, Mapping[str, str]], Authenticator]]] = {
     "token": lambda settings, environ: TokenAuth(_tokens(settings, environ)),
+    "oauth": open_oauth,
 }
 
 

@@ -9,7 +9,9 @@ rebinding). So before any route runs, in this order, the first failure answering
 2. A present ``Origin`` is loopback, the daemon's own or in ``transport.allowedOrigins``
    (``server.origin_allowed``, the rule ``/mcp`` has always used), else 403.
 3. ``Sec-Fetch-Site: cross-site`` is 403: a browser says so of a page elsewhere.
-4. ``daemon.auth`` (``Authenticator.check``): 401 with ``WWW-Authenticate`` otherwise.
+4. ``daemon.auth`` (``Authenticator.check``): 401 with ``WWW-Authenticate`` otherwise
+   (403 for a token short of a scope). An accepted request carries who made it in
+   ``scope[PRINCIPAL]`` (``token:<name>``, ``oauth:<sub>``) for the routes to scope by.
 5. A POST, and any request with a body (a Content-Length above 0 or a
    Transfer-Encoding), says ``Content-Type: application/json``, else 415: the forms and
    ``text/plain`` posts a browser sends cross-site without asking never reach a handler.
@@ -26,6 +28,10 @@ Invariants:
   integer port, or none at all, is TCP (unsure is checked: fail closed).
 - ``/health`` passes unchecked: it answers ``{"ok": true}`` and nothing else, so there is
   nothing on it to protect, and a monitor reaching the port by any name still can.
+- With ``daemon.auth=oauth``, the protected resource metadata (RFC 9728) is answered here,
+  unchecked too: a client must read it to learn where to get a token.
+- ``scope[PRINCIPAL]`` is set only here, only from an accepted check: a client cannot
+  name itself (a value arriving in the scope is removed first).
 - A refusal reads no body and reaches no route. ``/mcp`` answers a JSON-RPC error (no
   id), everything else the /v1 error shape; either way ``Connection: close``, since the
   body is left unread.
@@ -49,11 +55,16 @@ from mcpx.wire import InvalidRequest
 
 from ._daemon_auth import Authenticator, Denied
 
-__all__ = ["FrontDoor", "routed"]
+__all__ = ["PRINCIPAL", "FrontDoor", "routed"]
 
 log = logging.getLogger("mcpx.daemon")
 
 _OPEN: Final = "/health"
+# RFC 9728 3.1: the well-known path, and the form with the resource's path (/mcp) inserted.
+_METADATA: Final = frozenset(
+    {"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"}
+)
+PRINCIPAL: Final = "mcpx.principal"
 _MCP: Final = "/mcp"
 # Of the methods a browser sends cross-site without asking (GET, HEAD, POST), the one
 # that carries a body.
@@ -102,10 +113,16 @@ class FrontDoor:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
+        scope.pop(PRINCIPAL, None)
         if kind == "lifespan" or not _over_tcp(scope) or scope["path"] == _OPEN:
             await self._app(scope, receive, send)
             return
-        refusal = self._check(scope)
+        if scope["path"] in _METADATA and kind == "http" and self._auth is not None:
+            document = self._auth.metadata(_reached(scope))
+            if document is not None and scope.get("method") == "GET":
+                await _send_json(send, 200, wire.dumps(document))
+                return
+        refusal = await self._check(scope)
         if refusal is None:
             await self._app(scope, receive, send)
             return
@@ -123,7 +140,7 @@ class FrontDoor:
         else:
             await _answer(scope, send, refusal)
 
-    def _check(self, scope: Scope) -> _Refusal | None:
+    async def _check(self, scope: Scope) -> _Refusal | None:
         headers: dict[bytes, list[bytes]] = {}
         for name, value in scope["headers"]:
             if name in _WANTED:
@@ -132,7 +149,7 @@ class FrontDoor:
             self._host(scope, headers)
             or self._origin(headers)
             or _cross_site(headers)
-            or self._authorized(headers)
+            or await self._authorized(scope, headers)
             or self._json_body(scope, headers)
         )
 
@@ -168,19 +185,20 @@ class FrontDoor:
             "its own address and transport.allowedOrigins may",
         )
 
-    def _authorized(self, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
+    async def _authorized(self, scope: Scope, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
         if self._auth is None:
             return None
         given = headers.get(b"authorization", [])
-        verdict = self._auth.check(given[0] if len(given) == 1 else None)
+        verdict = await self._auth.check(given[0] if len(given) == 1 else None, _reached(scope))
         if isinstance(verdict, Denied):
             return _Refusal(
-                401,
+                verdict.status,
                 verdict.code,
                 verdict.message,
                 ((b"www-authenticate", verdict.challenge.encode()),),
             )
-        log.debug("authenticated as token %s", verdict)
+        log.debug("authenticated as %s", verdict.shown)
+        scope[PRINCIPAL] = verdict.identity
         return None
 
     def _json_body(self, scope: Scope, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
@@ -193,6 +211,13 @@ def _over_tcp(scope: Scope) -> bool:
     # uvicorn: (host, port) for TCP, (socket path, None) for a unix socket.
     server = scope.get("server")
     return not (isinstance(server, (tuple, list)) and len(server) == 2 and server[1] is None)
+
+
+def _reached(scope: Scope) -> str:
+    """The resource URI as this request reached the port: ``http://ADDRESS:PORT/mcp``."""
+    address, port = scope.get("server") or ("127.0.0.1", 0)
+    host = f"[{address}]" if ":" in str(address) else str(address)
+    return f"{scope.get('scheme', 'http')}://{host}:{port}/mcp"
 
 
 def _one(headers: dict[bytes, list[bytes]], name: bytes) -> str | None:
@@ -247,11 +272,16 @@ async def _answer(scope: Scope, send: Send, refusal: _Refusal) -> None:
         body = wire.dumps(wire.error(None, InvalidRequest(refusal.message)))
     else:
         body = wire.dumps(OpError(refusal.status, refusal.code, refusal.message).body())
+    await _send_json(send, refusal.status, body, [(b"connection", b"close"), *refusal.headers])
+
+
+async def _send_json(
+    send: Send, status: int, body: bytes, more: list[tuple[bytes, bytes]] | None = None
+) -> None:
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close"),
-        *refusal.headers,
+        *(more or []),
     ]
-    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

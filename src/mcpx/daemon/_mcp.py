@@ -64,6 +64,7 @@ from mcpx.wire import (
     field_value,
 )
 
+from ._guard import PRINCIPAL
 from ._mcp_replies import (
     Held,
     always_200,
@@ -185,7 +186,7 @@ class McpEndpoint:
 
     def _batch_ok(self, request: Request) -> bool:
         # A session negotiated at a revision with batches, and no other header.
-        session = self.sessions.get(field_value(request.headers, MCP_SESSION_ID) or "")
+        session = self._session(request, field_value(request.headers, MCP_SESSION_ID) or "")
         header = field_value(request.headers, MCP_PROTOCOL_VERSION)
         return session is not None and session.host.batches and header in (None, *BATCHED)
 
@@ -193,7 +194,7 @@ class McpEndpoint:
         """A 2025-03-26 batch: its requests run concurrently, at most as many at once as
         the session's slots, answered as one array."""
         ctx = self._ctx()
-        session = self.sessions.get(field_value(request.headers, MCP_SESSION_ID) or "")
+        session = self._session(request, field_value(request.headers, MCP_SESSION_ID) or "")
         if session is None:  # ended since _batch_ok saw it
             return self._refused(404, _NOT_FOUND)
         # Refused whole, before any of it is acted on: answering part would split it.
@@ -218,7 +219,9 @@ class McpEndpoint:
         ctx = self._ctx()
 
         async def run(answer: PostAnswer) -> wire.Frame | None:
-            conn = Conn(transport="http", profile=_profile(request))
+            conn = Conn(
+                transport="http", profile=_profile(request), principal=request.scope.get(PRINCIPAL)
+            )
             return await dispatch(
                 frame, conn, ctx, settings=ctx.settings, headers=request.headers, notify=answer.emit
             )
@@ -235,7 +238,7 @@ class McpEndpoint:
         sid = field_value(request.headers, MCP_SESSION_ID)
         if sid is None:
             return self._refused(400, "Bad Request: missing Mcp-Session-Id", request_id)
-        session = self.sessions.get(sid)
+        session = self._session(request, sid)
         if session is None:
             return self._refused(404, _NOT_FOUND, request_id)
         self.sessions.touch(session)
@@ -279,6 +282,7 @@ class McpEndpoint:
             session_id=minted,
             identity=f"http:{minted}",
             profile=_profile(request),
+            principal=request.scope.get(PRINCIPAL),
         )
         opened = Session(minted, HostSession.open(conn, ctx.settings))
         # A session can always be pushed to: frames wait for its GET stream.
@@ -320,6 +324,13 @@ class McpEndpoint:
             fallback=in_place(self._ctx(), rev),
         )
 
+    def _session(self, request: Request, sid: str) -> Session | None:
+        """The session ``sid`` names, if it is this caller's: another authenticated
+        caller's session is as unknown as a made-up one."""
+        session = self.sessions.get(sid)
+        mine = session is not None and session.conn.principal == request.scope.get(PRINCIPAL)
+        return session if mine else None
+
     # -- GET and DELETE --------------------------------------------------------
 
     def _get(self, request: Request) -> Response | Held:
@@ -327,7 +338,7 @@ class McpEndpoint:
         if field_value(request.headers, MCP_PROTOCOL_VERSION) in MODERN or sid is None:
             # 2026-07-28 has no standalone stream; without a session there is none to open.
             return self._refused(405, "Method not allowed: GET needs a legacy session")
-        session = self.sessions.get(sid)
+        session = self._session(request, sid)
         if session is None:
             return self._refused(404, _NOT_FOUND)
         settings = self._ctx().settings
@@ -369,7 +380,7 @@ class McpEndpoint:
         sid = field_value(request.headers, MCP_SESSION_ID)
         if sid is None:
             return self._refused(400, "Bad Request: missing Mcp-Session-Id")
-        if not self.sessions.end(sid):
+        if self._session(request, sid) is None or not self.sessions.end(sid):
             return self._refused(404, _NOT_FOUND)
         return Response(status_code=200)
 

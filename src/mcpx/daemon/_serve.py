@@ -41,7 +41,7 @@ from mcpx import __version__
 from mcpx.client import EraCache, Hooks
 from mcpx.config import ServerConfig, Settings, StateDiskFull
 from mcpx.events import EventBus, frames_log, publish_notification
-from mcpx.ops import Catalogue, OpContext
+from mcpx.ops import Catalogue, OpContext, open_call_log
 from mcpx.pool import open_pool
 from mcpx.questions import Broker, CallsInFlight, Question, QuestionRouter, StateSigner, Throttle
 from mcpx.server import Audience
@@ -267,6 +267,8 @@ def serve(
             Throttle.configured(settings),
         )
         async with (
+            # Outlives the pool: the calls ended at a stop are still written.
+            open_call_log(paths.state / "calls.db", settings) as call_log,
             open_pool(servers, settings, cache=cache, hooks=hooks, handler=handler) as pool,
             anyio.create_task_group() as running,
         ):
@@ -303,6 +305,7 @@ def serve(
                     broker=broker,
                     tasks=tasks,
                     signer=StateSigner(float(settings["proto.stateTTL"])),
+                    recorder=call_log,
                 )
             )
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)

@@ -9,6 +9,8 @@
   every surface; ``_openapi``, ``_plain_schema``, ``_tool_input``, ``_limits``: what
   else is judged and published from the declarations.
 - ``_uris``, ``_resource_owner``: the gateway's ``mcpx://`` resource names.
+- ``_call_record``, ``_call_timing``, ``_call_log``, ``_handle_log``: the call log (one
+  record per upstream call, written off the call's path) and its operations.
 
 The names that bring in the pool, the upstream client and the broker (the handlers,
 the context, the catalogue, the upstream call, the input check and its jsonschema) load
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ._errors import ERROR_SCHEMA, OpError
 from ._limits import ArgumentsTooLarge
 from ._openapi import openapi
-from ._operations import OPERATIONS, PROFILE_HEADER, QUESTIONS_HEADER, by_name
+from ._operations import CLI_AGENT, OPERATIONS, PROFILE_HEADER, QUESTIONS_HEADER, by_name
 from ._plain_schema import QuickCheck, plain_check
 from ._resource_owner import upstream_resource
 from ._search import rank_tools
@@ -29,6 +31,8 @@ from ._table import Cli, Operation, Param, Status
 from ._uris import gateway_template, gateway_uri, original_uri, split_gateway
 
 if TYPE_CHECKING:
+    from ._call_log import CallLog, open_call_log
+    from ._call_record import Caller, CallRecord, CallRecorder
     from ._catalogue import Catalogue
     from ._context import OpContext, profiled
     from ._handlers import HANDLERS, run_operation
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     from ._upstream_call import TRACE_KEYS, request_for_caller, upstream_error
 
 __all__ = [
+    "CLI_AGENT",
     "ERROR_SCHEMA",
     "HANDLERS",
     "OPERATIONS",
@@ -43,6 +48,10 @@ __all__ = [
     "QUESTIONS_HEADER",
     "TRACE_KEYS",
     "ArgumentsTooLarge",
+    "CallLog",
+    "CallRecord",
+    "CallRecorder",
+    "Caller",
     "Catalogue",
     "Cli",
     "OpContext",
@@ -56,6 +65,7 @@ __all__ = [
     "gateway_template",
     "gateway_uri",
     "input_problem",
+    "open_call_log",
     "openapi",
     "original_uri",
     "plain_check",
@@ -70,6 +80,11 @@ __all__ = [
 
 # Loaded on first use: name -> the module that defines it.
 _LAZY = {
+    "CallLog": "_call_log",
+    "open_call_log": "_call_log",
+    "Caller": "_call_record",
+    "CallRecord": "_call_record",
+    "CallRecorder": "_call_record",
     "Catalogue": "_catalogue",
     "OpContext": "_context",
     "profiled": "_context",

@@ -16,6 +16,7 @@ from mcpx.pool import Pool
 from mcpx.questions import Broker, CallsInFlight, HostAsker, Notify, StateSigner
 from mcpx.tasks import Tasks
 
+from ._call_record import Caller, CallRecorder
 from ._catalogue import Catalogue
 from ._errors import OpError
 
@@ -63,6 +64,11 @@ class OpContext:
     # Sees every frame the server side sends a host: the revision it was spelled for
     # (None when none was judged yet), the frame, the method a result answers.
     trace: Callable[[str | None, Mapping[str, Any], str | None], None] | None = None
+
+    # Who the request came from and through which door (None: the daemon itself), and
+    # where each finished upstream call is recorded (the call log; None: nowhere).
+    caller: Caller | None = None
+    recorder: CallRecorder | None = None
 
     # The profile bounding what this request reaches (None: every configured server).
     # Checked where the request came in: a name no server lists was refused there.

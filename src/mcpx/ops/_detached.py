@@ -17,7 +17,7 @@ from mcpx.questions import HostAsker
 from mcpx.wire import Throttled
 
 from ._errors import OpError
-from ._handle_tasks import task_store
+from ._handle_tasks import owner_seen, task_store
 from ._table import Status
 
 if TYPE_CHECKING:
@@ -57,7 +57,8 @@ async def returning_call(
         return run(replace(ctx, asker=asker, notify=_forwarding(task)))
 
     try:
-        task = tasks.start(server, what, started, durable=True)
+        # An OAuth user's task is its own; the operator's, nobody's (whoever has the id).
+        task = tasks.start(server, what, started, durable=True, owner=owner_seen(ctx))
     except Throttled as exc:
         raise OpError(429, "too_many_tasks", exc.message, {"setting": "proto.maxTasks"}) from exc
     task.notify = ctx.notify

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpx import wire
 from mcpx.questions import QuestionClosed
 
 from ._errors import OpError
+from ._handle_tasks import owner_seen, task_store
 
 if TYPE_CHECKING:
     from ._context import OpContext
@@ -27,19 +29,40 @@ def _broker(ctx: OpContext) -> Any:
     return ctx.broker
 
 
+def _seen(ctx: OpContext) -> Callable[[Any], bool]:
+    """Which questions a caller sees. The operator: every one. An OAuth user: those of its
+    own calls (``oauth:<sub>``, or a session it named: ``oauth:<sub>|named:…``), and a
+    shared server's question (no identity: it cannot be told whose) only when one of the
+    user's own tasks was parked on it."""
+    owner = owner_seen(ctx)
+    if owner is None:
+        return lambda q: True
+    mine = task_store(ctx).list(owner) if ctx.tasks is not None else []
+    parked = {getattr(q, "id", q) for t in mine for q in t.brokered}
+    return lambda q: (
+        q.identity == owner
+        or (q.identity or "").startswith(owner + "|")
+        or (q.identity is None and q.id in parked)
+    )
+
+
 async def questions_list(ctx: OpContext, args: dict[str, Any]) -> Any:
-    return {"questions": [q.as_json() for q in _broker(ctx).pending()]}
+    sees = _seen(ctx)
+    return {"questions": [q.as_json() for q in _broker(ctx).pending() if sees(q)]}
 
 
 async def questions_show(ctx: OpContext, args: dict[str, Any]) -> Any:
     found = _broker(ctx).get(args["id"])
-    if found is None:
+    if found is None or not _seen(ctx)(found):
         raise OpError(404, "unknown_question", f"no question {args['id']!r}")
     return found.as_json()
 
 
 async def _settle(ctx: OpContext, qid: str, how: str, content: Any = None) -> Any:
     broker = _broker(ctx)
+    asked = broker.get(qid)
+    if asked is not None and not _seen(ctx)(asked):
+        raise OpError(404, "unknown_question", f"no question {qid!r}")
     try:
         if how == "answer":
             done = broker.answer(qid, content if isinstance(content, dict) else {})

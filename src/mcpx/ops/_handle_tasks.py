@@ -1,8 +1,10 @@
 """The handlers of /v1/tasks: the operator's view of the daemon's one task store.
 
 The operator sees every task, whoever owns it (``ANY``): /v1 is the operator's door,
-behind the daemon's token. A task's outcome is on its own (``/v1/tasks/{id}`` and
-``/result``), never in a list.
+behind the daemon's token. A caller the daemon authenticated by OAuth (``oauth:<sub>``,
+``OpContext.identity``) is one user among many, not the operator: it sees its own tasks
+(and those nobody owns, got by id) only (``owner_seen``). A task's outcome is on its
+own (``/v1/tasks/{id}`` and ``/result``), never in a list.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from mcpx.tasks import CANCELLED, Task, Tasks
+from mcpx.tasks import ANY, CANCELLED, Task, Tasks
 from mcpx.wire import McpError
 
 from ._errors import OpError
@@ -20,7 +22,7 @@ from ._table import Status
 if TYPE_CHECKING:
     from ._context import OpContext
 
-__all__ = ["task_store", "tasks_cancel", "tasks_list", "tasks_result", "tasks_show"]
+__all__ = ["owner_seen", "task_store", "tasks_cancel", "tasks_list", "tasks_result", "tasks_show"]
 
 JSON = dict[str, Any]
 
@@ -40,10 +42,20 @@ def task_store(ctx: OpContext) -> Tasks:
     return tasks
 
 
+def owner_seen(ctx: OpContext) -> str | None:
+    """Whose tasks and questions a /v1 caller sees: an OAuth user its own (its identity),
+    the operator (the unix socket, a daemon token) every one (None)."""
+    identity = ctx.identity
+    return identity if identity is not None and identity.startswith("oauth:") else None
+
+
 async def tasks_list(ctx: OpContext, args: JSON) -> Any:
     status = args.get("status")
+    owner = owner_seen(ctx)
     listed = [
-        _listed(task) for task in task_store(ctx).list() if status is None or task.status == status
+        _listed(task)
+        for task in task_store(ctx).list(ANY if owner is None else owner)
+        if status is None or task.status == status
     ]
     return {"tasks": listed}
 
@@ -88,7 +100,8 @@ def _listed(task: Task) -> JSON:
 
 
 def _task(ctx: OpContext, task_id: str) -> Task:
-    found = task_store(ctx).get(task_id)
+    owner = owner_seen(ctx)
+    found = task_store(ctx).get(task_id, ANY if owner is None else owner)
     if found is None:
         raise OpError(
             404, "unknown_task", f"no task {task_id!r} (unknown, or finished and forgotten)"

@@ -16,6 +16,7 @@ from mcpx.config import StateDiskFull
 from . import _handle_calls as calls
 from . import _handle_events as events
 from . import _handle_listings as listings
+from . import _handle_log as call_log
 from . import _handle_questions as questions
 from . import _handle_tasks as tasks
 from ._errors import OpError
@@ -50,6 +51,8 @@ HANDLERS: Final[Mapping[str, Handler]] = MappingProxyType(
         "tasks_show": tasks.tasks_show,
         "tasks_result": tasks.tasks_result,
         "tasks_cancel": tasks.tasks_cancel,
+        "log": call_log.log,
+        "stats": call_log.stats,
     }
 )
 

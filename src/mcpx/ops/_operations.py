@@ -11,9 +11,11 @@ from typing import Final
 
 from ._table import Cli, Operation, Param
 
-__all__ = ["OPERATIONS", "PROFILE_HEADER", "QUESTIONS_HEADER", "by_name"]
+__all__ = ["CLI_AGENT", "OPERATIONS", "PROFILE_HEADER", "QUESTIONS_HEADER", "by_name"]
 
 QUESTIONS_HEADER: Final = "Mcpx-Questions"
+# The CLI's User-Agent starts so: the call log tells its calls from other /v1 clients'.
+CLI_AGENT: Final = "mcpx-cli/"
 # On any /v1 or /mcp request: the profile that bounds it (config.profile_reach).
 PROFILE_HEADER: Final = "Mcpx-Profile"
 _SERVER = Param("server", {"type": "string"}, "Configured server name", required=True)
@@ -40,6 +42,20 @@ _EVENT = {
     "required": ["kind", "ts", "data"],
 }
 _SEQ = {"type": "integer", "minimum": 0}
+# The forms ``_handle_log.parse_since`` reads, so a value outside them is refused by the
+# one input check, naming the parameter, before any handler runs.
+SINCE_PATTERN: Final = (
+    r"^([0-9]{1,9}(\.[0-9]{1,6})?[smhdw]"
+    r"|[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?"
+    r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?)$"
+)
+_SINCE = Param(
+    "since",
+    {"type": "string", "pattern": SINCE_PATTERN},
+    "An age (90s, 30m, 1h, 2d, 1w) or an ISO time (2026-01-31T12:00, local unless it says)",
+    where="query",
+)
 
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -283,6 +299,41 @@ OPERATIONS: tuple[Operation, ...] = (
         output=_EVENT,
         cli=Cli("events", view="events"),
         stream="text/event-stream",
+    ),
+    # The call log (`mcpx log`, `mcpx stats`: their commands are in cli._log).
+    Operation(
+        "log",
+        "GET",
+        "/v1/log",
+        "Recorded upstream calls from every door, newest first (oldest first after a cursor)",
+        "log",
+        params=(
+            _SERVER_FILTER,
+            Param("tool", {"type": "string"}, "Only this tool (or prompt, or URI)", where="query"),
+            Param("errors", {"type": "boolean"}, "Only calls that did not end ok", where="query"),
+            _SINCE,
+            Param(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": 10000},
+                "At most this many calls (default 100)",
+                where="query",
+            ),
+            Param(
+                "after",
+                {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},  # an SQLite rowid
+                "Only calls after this id (a cursor: `last`)",
+                where="query",
+            ),
+        ),
+    ),
+    Operation(
+        "stats",
+        "GET",
+        "/v1/stats",
+        "Per server and tool: calls, errors, p50/p95/p99 latency (ms); instance starts "
+        "and crashes per server",
+        "stats",
+        params=(_SINCE,),
     ),
 )
 

@@ -35,6 +35,7 @@ from mcpx.config import more_verbose
 from mcpx.pool import PoolFull, UnknownServer
 from mcpx.shapes import call_result_problem, without_nulls
 
+from ._call_timing import recording
 from ._errors import OpError
 from ._limits import check_arguments_size
 from ._tool_input import check_depth
@@ -139,7 +140,12 @@ async def request_for_caller(
     with (
         ctx.calls.call(server, ctx.notify, caller, ctx.log_level, ctx.asker, scope) as token,
         _reported(ctx, server, method, params) as outcome,
+        recording(ctx, server, method, params) as timing,
     ):
+        if timing is not None:
+            # The instance first, so its wait (and start) is timed apart from the call;
+            # the pool's own lookup below is then its lock-free common case.
+            timing.queued(await ctx.pool.instance(server, ctx.identity))
         if token is not None:
             meta["progressToken"] = token
         sent = {**params, "_meta": meta} if meta else params
@@ -162,6 +168,8 @@ async def request_for_caller(
                 )
             result = without_nulls(result)
         outcome["isError"] = bool(result.get("isError"))
+        if timing is not None:
+            timing.answered(result)
         return result
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final
@@ -44,6 +45,7 @@ Key = tuple[str, str]
 
 # How long calls ended at a stop get to unwind: telling the upstream is one write.
 _UNWIND: Final = 2.0
+_LIFECYCLE: Final = 4096  # instance starts and crashes remembered
 
 
 class Pool:
@@ -74,6 +76,8 @@ class Pool:
         self._drained = anyio.Event()  # set when stopping and no call is left
         self.started_at = time.time()
         self.restarts = Restarts(settings)
+        # (wall clock, server, "start" | "crash"), newest last: `mcpx stats` counts them.
+        self.lifecycle: deque[tuple[float, str, str]] = deque(maxlen=_LIFECYCLE)
         # Resource subscriptions upstream, counted across hosts.
         self.watches = Watches(self.instance, self.spawn, settings, self._hooks)
 
@@ -135,9 +139,12 @@ class Pool:
         self, key: Key, inst: Instance, *, task_status: TaskStatus[None] = TASK_STATUS_IGNORED
     ) -> None:
         self._live[key] = inst
+        self.lifecycle.append((time.time(), key[0], "start"))
         try:
             await inst.run(task_status=task_status)
         finally:
+            if inst.state in ("failed", "broken"):
+                self.lifecycle.append((time.time(), key[0], "crash"))
             self.restarts.ended(key, inst)
             if self._live.get(key) is inst:
                 del self._live[key]

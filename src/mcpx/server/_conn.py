@@ -68,6 +68,9 @@ class Conn:
     push: Push | None = None
     subscriptions: Subscriptions = field(default_factory=Subscriptions)
     identity: str | None = None
+    # Who the daemon's auth check said sent it (``oauth:<sub>``, ``token:<name>``); None
+    # when nothing was checked (the unix socket, daemon.auth=none, stdio).
+    principal: str | None = None
     session_id: str | None = None
     log_level: str | None = None
     # A legacy host's notifications/initialized came: only then is it sent requests

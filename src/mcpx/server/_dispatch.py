@@ -26,6 +26,7 @@ import anyio
 
 from mcpx import wire
 from mcpx.config import DEFAULT_PROFILE, LOG_LEVELS
+from mcpx.ops import Caller
 from mcpx.shapes import downgrade, downgrade_notification, envelope, server_capabilities
 from mcpx.spec import MODERN, NEWEST
 from mcpx.wire import (
@@ -205,6 +206,7 @@ async def _answer(
         log_level=view.log_level,
         caller_meta=dict(meta) if isinstance(meta, Mapping) else None,
         asker=asker,
+        caller=Caller("mcp", conn.transport, _who(view.client_info), rev),
     )
     call = _Call(method, params, view, per_request, settings, rev, frame["id"])
     if rev in MODERN and rounds.in_rounds(per_request, view, method, params):
@@ -223,6 +225,14 @@ async def _answer(
             with anyio.CancelScope(shield=True):
                 await ctx.pool.release(scope)
     return _spelled(method, result, rev, ctx, settings)
+
+
+def _who(info: Mapping[str, Any] | None) -> str | None:
+    """The host as its clientInfo names it, for the call log."""
+    if not info or not isinstance(info.get("name"), str):
+        return None
+    version = info.get("version")
+    return f"{info['name']} {version}" if isinstance(version, str) else str(info["name"])
 
 
 def _spelling(

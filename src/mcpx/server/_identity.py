@@ -9,6 +9,9 @@ Invariants:
   legacy HTTP session. A 2026-07-28 request has none (None): its stdio process is not a
   session, and the caller gives it a scope of its own (statelessness, S-LIFE-14).
 - A legacy POST outside a session has no identity either: nothing ties two such POSTs.
+- An authenticated caller (``Conn.principal``) is its own identity where the request
+  names none, and a session it names is its own (``<principal>|named:…``): one caller
+  never reaches another's tasks, questions or instances by naming them.
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ def identity_for(meta: Mapping[str, Any] | None, conn: Conn, *, process: str) ->
     """
     named = _named(meta)
     if named is not None:
-        return f"named:{named}"
+        return f"named:{named}" if conn.principal is None else f"{conn.principal}|named:{named}"
     if conn.revision in MODERN:
-        return None
+        return conn.principal
     if conn.transport == "stdio":
         return process
     return None if conn.session_id is None else f"http:{conn.session_id}"

@@ -29,7 +29,7 @@ from ._base import (
 from ._groups import reap_groups, recording_groups
 from ._http import StreamableHttpTransport, open_streamable_http
 from ._http_client import RedirectRefused, http_client
-from ._http_stream import ExchangeFailed
+from ._http_stream import AuthFailed, ExchangeFailed
 from ._legacy_sse import LegacySseTransport, open_legacy_sse
 from ._pipes import PipeReceiveStream, PipeSendStream, can_write_descriptors
 from ._sse import EventTooLarge, SseEvent, SseParser
@@ -37,6 +37,7 @@ from ._stdio import StdioTransport, open_stdio
 
 __all__ = [
     "MAX_FRAME_BYTES",
+    "AuthFailed",
     "EventTooLarge",
     "ExchangeFailed",
     "HttpSession",

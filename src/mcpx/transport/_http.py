@@ -52,6 +52,7 @@ from ._base import (
 from ._frames import request_id_of
 from ._http_listen import ListenStream
 from ._http_stream import (
+    AuthFailed,
     BodyReader,
     ExchangeFailed,
     Started,
@@ -93,8 +94,11 @@ class StreamableHttpTransport:
         client: httpx.AsyncClient,
         max_frame: int,
         task_group: TaskGroup,
+        auth: httpx.Auth | None = None,
     ) -> None:
         self._url = url
+        # The upstream's OAuth (mcpx.oauth), on every request; none: the client's default.
+        self._auth: httpx.Auth | httpx._client.UseClientDefault = auth or httpx.USE_CLIENT_DEFAULT
         self._redactor = Redactor(url, headers)
         self._requests = 0  # HTTP requests sent: /v1/servers shows it, the bench checks it
         self._headers = dict(headers)
@@ -252,10 +256,14 @@ class StreamableHttpTransport:
             "POST", self._url, content=body, headers=headers, extensions={"trace": started.trace}
         )
         try:
-            response = await self._client.send(request, stream=True)
+            response = await self._client.send(request, stream=True, auth=self._auth)
         except httpx.HTTPError as exc:
             started.release()
             await self._fail(reader, connection_failed("POST", self._url, exc, self._redactor))
+            return
+        except Exception as exc:  # the auth flow's own failure: this request's, not the transport's
+            started.release()
+            await self._fail(reader, AuthFailed(exc))
             return
         started.release()
         try:
@@ -368,7 +376,7 @@ class StreamableHttpTransport:
         headers = self._headers_for(_ACCEPT_SSE)
         if last_event_id:
             headers[_LAST_EVENT_ID] = last_event_id
-        return self._client.stream("GET", self._url, headers=headers)
+        return self._client.stream("GET", self._url, headers=headers, auth=self._auth)
 
     async def _end_session(self) -> None:
         if self._session_id is None or self._client.is_closed:
@@ -376,7 +384,7 @@ class StreamableHttpTransport:
         headers = self._headers_for(_ACCEPT_POST)
         # The server may refuse (405) or be gone: the session ends on our side regardless.
         with contextlib.suppress(httpx.HTTPError):
-            await self._client.delete(self._url, headers=headers)
+            await self._client.delete(self._url, headers=headers, auth=self._auth)
 
 
 def _broken(status: int, exc: httpx.HTTPError, redactor: Redactor) -> ResponseStreamBroken:
@@ -395,10 +403,12 @@ async def open_streamable_http(
     headers: Mapping[str, str] | None = None,
     client: httpx.AsyncClient,
     max_frame: int = MAX_FRAME_BYTES,
+    auth: httpx.Auth | None = None,
 ) -> AsyncIterator[StreamableHttpTransport]:
     """A transport to the MCP endpoint ``url``, borrowing ``client`` for its requests.
 
-    ``headers`` (authorization and the like) go on every request. Opening sends nothing:
+    ``headers`` (authorization and the like) go on every request, and so does ``auth``
+    (an ``httpx.Auth``: the upstream's OAuth). Opening sends nothing:
     the first ``send`` is the first request.
 
     Raises:
@@ -411,7 +421,7 @@ async def open_streamable_http(
     body_error: Exception | None = None
     try:
         async with anyio.create_task_group() as tg:
-            transport = StreamableHttpTransport(url, headers or {}, client, max_frame, tg)
+            transport = StreamableHttpTransport(url, headers or {}, client, max_frame, tg, auth)
             try:
                 yield transport
             except Exception as exc:

@@ -78,6 +78,15 @@ Frame = dict[str, Any]
 OpenGet = Callable[[str], AbstractAsyncContextManager[httpx.Response]]
 
 
+class AuthFailed(TransportError):
+    """The request's ``httpx.Auth`` (the upstream's OAuth) failed; ``error`` is its own
+    exception (``mcpx.oauth.LoginNeeded`` when a person must sign in)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class ExchangeFailed(TransportError):
     """One exchange could not deliver its answer; carried by ``RequestFailed``."""
 

@@ -38,6 +38,7 @@ from ._base import MAX_FRAME_BYTES, Inbound, RequestFailed, TransportClosed, Tra
 from ._frames import BadFrame, parse_frames, request_id_of
 from ._http_client import origin_of
 from ._http_stream import (
+    AuthFailed,
     ExchangeFailed,
     Started,
     connection_failed,
@@ -70,8 +71,11 @@ class LegacySseTransport:
         client: httpx.AsyncClient,
         max_frame: int,
         task_group: TaskGroup,
+        auth: httpx.Auth | None = None,
     ) -> None:
         self._url = httpx.URL(url)
+        # The upstream's OAuth (mcpx.oauth), on every request; none: the client's default.
+        self._auth: httpx.Auth | httpx._client.UseClientDefault = auth or httpx.USE_CLIENT_DEFAULT
         self._redactor = Redactor(url, headers)
         self._shown = self._redactor.url
         self._headers = dict(headers)
@@ -151,6 +155,8 @@ class LegacySseTransport:
                 error = await self._acknowledged(request, request_id, started)
             except httpx.HTTPError as exc:
                 error = connection_failed("POST", endpoint, exc, self._redactor)
+            except Exception as exc:  # the auth flow's own failure: this request's only
+                error = AuthFailed(exc)
         started.release()
         if timer.cancelled_caught:
             shown = redact_url(str(endpoint))
@@ -161,7 +167,7 @@ class LegacySseTransport:
     async def _acknowledged(
         self, request: httpx.Request, request_id: RequestId | None, started: Started
     ) -> TransportError | None:
-        response = await self._client.send(request, stream=True)
+        response = await self._client.send(request, stream=True, auth=self._auth)
         started.release()
         try:
             if response.status_code < 400:
@@ -189,7 +195,9 @@ class LegacySseTransport:
         """Read the GET stream until it ends; the reason it ended closes the transport."""
         reason: TransportError
         try:
-            async with self._client.stream("GET", self._url, headers=self._get_headers()) as r:
+            async with self._client.stream(
+                "GET", self._url, headers=self._get_headers(), auth=self._auth
+            ) as r:
                 if r.status_code >= 400:
                     reason = await status_error(r, self._redactor)
                 elif content_type(r) != "text/event-stream":
@@ -269,8 +277,11 @@ async def open_legacy_sse(
     client: httpx.AsyncClient,
     max_frame: int = MAX_FRAME_BYTES,
     endpoint_timeout: float = _ENDPOINT_TIMEOUT,
+    auth: httpx.Auth | None = None,
 ) -> AsyncIterator[LegacySseTransport]:
     """Connect to the SSE URL and yield a transport once the server named its endpoint.
+
+    ``auth`` (an ``httpx.Auth``: the upstream's OAuth) goes on every request.
 
     Raises:
         ValueError: ``url`` is not an absolute http(s) URL.
@@ -286,7 +297,7 @@ async def open_legacy_sse(
     transport: LegacySseTransport | None = None
     try:
         async with anyio.create_task_group() as tg:
-            transport = LegacySseTransport(url, headers or {}, client, max_frame, tg)
+            transport = LegacySseTransport(url, headers or {}, client, max_frame, tg, auth)
             tg.start_soon(transport._run)
             with anyio.move_on_after(endpoint_timeout):
                 await transport._ready.wait()

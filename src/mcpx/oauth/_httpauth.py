@@ -1,0 +1,69 @@
+"""The ``httpx.Auth`` the HTTP transports are given for an OAuth-protected server.
+
+Only requests to the server's own origin are touched: they get the bearer token, and
+their 401 (and 403 ``insufficient_scope``) answers run the client's flow, then the
+request is sent again, once per cause. Requests to any other origin pass untouched, so
+a token never leaves the resource's origin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Protocol
+
+import httpx
+
+from ._challenge import Challenge, parse_challenge
+
+__all__ = ["OAuthAuth"]
+
+
+class Flow(Protocol):
+    """What the httpx.Auth asks of the ``OAuthClient``."""
+
+    url: str
+
+    async def bearer(self) -> str | None: ...
+    def reacts_to(self, challenge: Challenge) -> bool: ...
+    async def answer_challenge(
+        self, status: int, challenge: Challenge, sent: str | None
+    ) -> bool: ...
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return (url.scheme, url.host.lower(), url.port or default)
+
+
+class OAuthAuth(httpx.Auth):
+    def __init__(self, client: Flow) -> None:
+        self._client = client
+        self._origin = _origin(httpx.URL(client.url))
+
+    def sync_auth_flow(self, request: httpx.Request):  # type: ignore[no-untyped-def]
+        raise RuntimeError("mcpx's OAuth needs an async httpx client")
+
+    async def async_auth_flow(
+        self, request: httpx.Request
+    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        if _origin(request.url) != self._origin:
+            yield request  # another origin never sees the token
+            return
+        sent = await self._client.bearer()
+        if sent:
+            request.headers["Authorization"] = f"Bearer {sent}"
+        response = yield request
+        causes: set[int] = set()
+        while response.status_code in (401, 403) and response.status_code not in causes:
+            challenge = parse_challenge(response.headers.get("WWW-Authenticate"))
+            if response.status_code == 403 and challenge.error != "insufficient_scope":
+                return
+            if not self._client.reacts_to(challenge):
+                return
+            causes.add(response.status_code)
+            if not await self._client.answer_challenge(response.status_code, challenge, sent):
+                return
+            sent = await self._client.bearer()
+            if sent:
+                request.headers["Authorization"] = f"Bearer {sent}"
+            response = yield request
