@@ -22,7 +22,7 @@ PY_ITEMS=(
   "mcp-1.9.4|mcp==1.9.4 pydantic<2.12 pydantic-settings<2.10 starlette<0.48 sse-starlette<2.4 anyio<4.10"
   "mcp-1.12.4|mcp==1.12.4 pydantic<2.12 pydantic-settings<2.11 starlette<0.48 sse-starlette<3 anyio<4.11"
   "mcp-1.23.3|mcp==1.23.3"
-  "mcp-2.3.0|mcp==2.3.0"
+  "mcp-2.3.0|mcp==2.3.0 opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2"
   "time|mcp-server-time==2026.10.19"
 )
 NODE_VERSION="24.22.3"

@@ -222,6 +222,8 @@ SEEDED: list[tuple[str, object]] = [
     ("log.payloads", False),
     ("log.keep", 7),
     ("log.keepRows", 100_000),
+    ("telemetry.enabled", False),
+    ("telemetry.payloads", False),
 ]
 
 

@@ -66,7 +66,8 @@ class HeadlessBrowser:
 
 def auth_block(scenario: str, context: dict[str, Any]) -> dict[str, object] | None:
     """The server's auth block as a user would write it for this scenario, with what
-    the suite hands over in MCP_CONFORMANCE_CONTEXT (pre-registered client, keys)."""
+    the suite hands over in MCP_CONFORMANCE_CONTEXT (pre-registered client, keys, the
+    workload JWT). DPoP needs no key here: mcpx uses it when the server offers it."""
     if not scenario.startswith("auth/"):
         return None
     block: dict[str, object] = {"type": "oauth"}
@@ -82,6 +83,9 @@ def auth_block(scenario: str, context: dict[str, Any]) -> dict[str, object] | No
         block["privateKeyEnv"] = "MCPX_CONFORMANCE_KEY"
     if scenario.startswith("auth/client-credentials"):
         block["grant"] = "client_credentials"
+    if "valid_jwt" in context:  # the workload's identity token (SEP-1933)
+        os.environ["MCPX_CONFORMANCE_ASSERTION"] = context["valid_jwt"]
+        block |= {"grant": "jwt_bearer", "assertionEnv": "MCPX_CONFORMANCE_ASSERTION"}
     return block
 
 

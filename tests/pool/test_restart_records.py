@@ -13,7 +13,9 @@ from mcpx.pool._restarts import _MOST, BackingOff, Restarts
 
 def _failed() -> Any:
     # What Restarts reads of an ended instance: it failed just now.
-    return SimpleNamespace(state="failed", started_at=time.time(), error="exited with 1")
+    return SimpleNamespace(
+        state="failed", started_at=time.time(), error="exited with 1", failure=None
+    )
 
 
 def test_the_records_are_capped_and_the_oldest_goes() -> None:

@@ -29,6 +29,7 @@ from ._doctor_checks import (
     environment_note,
     servers_of,
 )
+from ._doctor_oauth import oauth_states
 
 __all__ = ["EX_BROKEN", "doctor_command"]
 
@@ -47,6 +48,16 @@ def _daemon_version(client: DaemonClient) -> tuple[dict[str, Any] | None, str | 
         answers = False
     version = info.get("version")
     return info, str(version) if answers and version else None
+
+
+def _daemon_auth(client: DaemonClient) -> list[dict[str, Any]] | None:
+    """The running daemon's OAuth sign-ins (``GET /v1/auth``), or None if it cannot say."""
+    try:
+        reply = client.http().request("GET", "/v1/auth", timeout=10)
+        rows = reply.json().get("servers") if reply.status_code == 200 else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return rows if isinstance(rows, list) else None
 
 
 def _report(params: dict[str, Any]) -> dict[str, Any]:
@@ -71,11 +82,16 @@ def _report(params: dict[str, Any]) -> dict[str, Any]:
     state_section, found = check_state(state)
     problems += found
     daemon: dict[str, Any] = {"running": False}
+    signed_in: list[dict[str, Any]] | None = None
     if loaded is not None:
         info, version = _daemon_version(DaemonClient(loaded))
         daemon, found = check_daemon(info, version)
         problems += found
-    servers, found = anyio.run(check_servers, servers_of(file), settings)
+        if version is not None:
+            signed_in = _daemon_auth(DaemonClient(loaded))
+    configured = servers_of(file)
+    signed = oauth_states(configured, signed_in, state)
+    servers, found = anyio.run(check_servers, configured, settings, signed, state)
     problems += found
     return {
         "ok": not problems,
@@ -108,6 +124,9 @@ def _show(report: dict[str, Any]) -> None:
     else:
         click.echo("daemon: not running (any command starts it)")
     for s in report["servers"]:
+        if s["ok"] and s.get("started") is False:
+            click.echo(f"server {s['name']}: {s['authState']} (the daemon's tokens; not started)")
+            continue
         if s["ok"]:
             click.echo(
                 f"server {s['name']}: ok, {s.get('era')} {s.get('revision')}, first answer "

@@ -5,7 +5,7 @@ The servers are started here, in the CLI's own process, once each and at the sam
 not through the daemon: a fresh start is what is being diagnosed (the daemon's warm
 instance would hide a server that no longer starts), its stderr is caught whole, and
 doctor works when there is no daemon or the daemon is what is broken. The daemon is only
-asked its version, if one runs; none is started.
+asked its version and its OAuth sign-ins (``_doctor_oauth``), if one runs; none is started.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from mcpx.config import (
     redact_url,
 )
 from mcpx.daemon import demo_server
+
+from ._doctor_oauth import seeded_store
 
 __all__ = ["Problem", "check_config", "check_daemon", "check_servers", "check_state"]
 
@@ -115,10 +117,12 @@ def check_daemon(
     return section, []
 
 
-async def _one(server: ServerConfig, settings: Settings) -> dict[str, Any]:
+async def _one(
+    server: ServerConfig, settings: Settings, signed: Mapping[str, Any] | None, state: Path
+) -> dict[str, Any]:
     # Here, not at the top: the client (httpx, oauth) is a tenth of a second of every
     # CLI start, and only doctor's server checks need it.
-    from mcpx.client import Hooks, open_session
+    from mcpx.client import Hooks, login_needed, open_session
 
     stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
     hooks = Hooks(on_stderr=lambda _, line: stderr.append(line))
@@ -126,10 +130,22 @@ async def _one(server: ServerConfig, settings: Settings) -> dict[str, Any]:
     where = redact_url(server.url) if server.url else " ".join([server.command or "", *server.args])
     out: dict[str, Any] = {"name": server.name, "transport": server.transport, "auth": auth}
     out["where"] = where
+    seed = None
+    if signed is not None:  # an oauth server: its sign-in first (_doctor_oauth)
+        out["authState"] = "logged in" if signed["loggedIn"] else "login needed"
+        if not signed["loggedIn"]:
+            return out | {
+                "ok": False,
+                "loginNeeded": True,
+                "error": f"login needed ({signed['why']})",
+            }
+        seed = seeded_store(server, state)
+        if seed is None:  # the daemon's tokens, none of them fit to copy: not started here
+            return out | {"ok": True, "started": False}
     started = time.monotonic()
     try:
         with anyio.fail_after(float(settings["pool.startTimeout"])):
-            async with open_session(server, settings, hooks=hooks) as session:
+            async with open_session(server, settings, hooks=hooks, oauth_store=seed) as session:
                 out["firstAnswerMs"] = round((time.monotonic() - started) * 1000, 1)
                 negotiated = session.negotiated
                 if negotiated is not None:
@@ -141,6 +157,9 @@ async def _one(server: ServerConfig, settings: Settings) -> dict[str, Any]:
         out |= {"ok": False, "error": "no answer within pool.startTimeout"}
     except Exception as exc:  # the report's boundary: every failure is what it reports
         out |= {"ok": False, "error": str(exc) or type(exc).__name__}
+        if (needed := login_needed(exc)) is not None:
+            out |= {"authState": "login needed", "loginNeeded": True}
+            out["error"] = f"login needed ({needed.reason})"
     out["ms"] = round((time.monotonic() - started) * 1000, 1)
     if not out["ok"]:
         out["stderr"] = list(stderr)
@@ -148,13 +167,20 @@ async def _one(server: ServerConfig, settings: Settings) -> dict[str, Any]:
 
 
 async def check_servers(
-    servers: Mapping[str, ServerConfig], settings: Settings
+    servers: Mapping[str, ServerConfig],
+    settings: Settings,
+    signed: Mapping[str, Mapping[str, Any]] | None = None,
+    state: Path | None = None,
 ) -> tuple[list[dict[str, Any]], list[Problem]]:
-    """Each server started once, all at once."""
+    """Each server started once, all at once; an oauth server as its sign-in
+    (``signed``, per server: ``_doctor_oauth.oauth_states``) allows."""
     found: dict[str, dict[str, Any]] = {}
+    signed = signed or {}
 
     async def run(server: ServerConfig) -> None:
-        found[server.name] = await _one(server, settings)
+        found[server.name] = await _one(
+            server, settings, signed.get(server.name), state or Path(".")
+        )
 
     async with anyio.create_task_group() as tg:
         for server in servers.values():
@@ -162,6 +188,11 @@ async def check_servers(
     report = [found[name] for name in sorted(found)]
     problems = [
         {
+            "what": f"server {s['name']}: {s['error']}: run mcpx auth login {s['name']}",
+            "fix": f"mcpx auth login {s['name']}",
+        }
+        if s.get("loginNeeded")
+        else {
             "what": f"server {s['name']} does not start: {s['error']}",
             "fix": _server_fix(s),
         }

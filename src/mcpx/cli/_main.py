@@ -7,6 +7,7 @@ import click
 from mcpx import __version__
 
 from ._add import edit_commands
+from ._auth import auth_group
 from ._daemon import daemon_commands
 from ._doctor import doctor_command
 from ._elicit import elicit_group
@@ -39,6 +40,7 @@ cli.add_command(demo_server_command)
 cli.add_command(protocol)
 cli.add_command(serve_command)
 cli.add_command(elicit_group)
+cli.add_command(auth_group)
 cli.add_command(task_group)
 cli.add_command(import_command)
 cli.add_command(install_host_command)

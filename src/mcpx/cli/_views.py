@@ -18,7 +18,8 @@ from ._http import Reply
 
 __all__ = ["fail_reply", "show_response"]
 
-_EXIT = {400: 2, 404: 4, 413: 2, 502: 5, 503: 5, 504: 5, 507: 7}  # 413: an argument too large
+# 413: an argument too large; 424: an upstream needs an OAuth sign-in (login_needed).
+_EXIT = {400: 2, 404: 4, 413: 2, 424: 9, 502: 5, 503: 5, 504: 5, 507: 7}
 
 
 def fail_reply(response: Reply) -> NoReturn:
@@ -83,6 +84,18 @@ def _servers(doc: Any) -> None:
         click.echo(f"{s['name']}: filters {shown}")
         for note in filters.get("notes") or []:
             click.echo(f"  {note}")
+    for s in doc["servers"]:
+        auth = s.get("auth")
+        if auth:
+            click.echo(f"{s['name']}: oauth {_auth_state(auth)}")
+
+
+def _auth_state(auth: dict[str, Any]) -> str:
+    """An oauth server's sign-in, as ``mcpx servers`` says it."""
+    if auth.get("state") != "login needed":
+        return "logged in"
+    said = f"login needed ({auth.get('why')}): run {auth.get('command')}"
+    return said + (f" or see mcpx elicit show {auth['question']}" if auth.get("question") else "")
 
 
 def _tools(doc: Any) -> None:

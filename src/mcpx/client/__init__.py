@@ -19,11 +19,13 @@ from ._handler import DeclineEverything, QuestionHandler, QuestionOrigin
 from ._handshake import CLIENT_INFO, Handshake, Negotiated
 from ._open import Hooks, OnUpstreamNotification, open_session
 from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
+from ._requests import REQUEST_WATCH, RequestWatch
 from ._session import Session
 from ._task_calls import offers_tasks
 
 __all__ = [
     "CLIENT_INFO",
+    "REQUEST_WATCH",
     "AuthError",
     "AuthParts",
     "Connection",
@@ -40,6 +42,7 @@ __all__ = [
     "QuestionHandler",
     "QuestionOrigin",
     "Remembered",
+    "RequestWatch",
     "Session",
     "Unanswered",
     "UpstreamBroken",

@@ -80,13 +80,16 @@ async def open_session(
     oauth_store: TokenStore | None = None,
     authorizer: Authorizer | None = None,
     user: str = "",
+    sign_in_first: bool = False,
 ) -> AsyncIterator[Session]:
     """A session to ``server`` whose era and revision are settled.
 
     An HTTP server with an oauth auth block gets an ``OAuthClient`` (tokens in
     ``oauth_store``, else in memory for this session; logins through ``authorizer``).
     With a store, so does any HTTP server without an auth block: a 401 with a Bearer
-    challenge then runs the same flow.
+    challenge then runs the same flow. ``sign_in_first``: an oauth server with no tokens
+    is signed in to before the session opens (the daemon's pool: a person's time is then
+    not counted against the start's timeouts).
 
     Raises:
         LoginNeeded: a person must sign in first (``mcpx auth login <server>``).
@@ -99,6 +102,9 @@ async def open_session(
             if client is None and server.transport != "stdio":
                 client = await stack.enter_async_context(http_client())
             opener.client = client
+            if opener.oauth is not None and sign_in_first:
+                # A first login waits for a person: before the start's timeouts run.
+                await opener.oauth.sign_in_first()
             session = await opener.connect(stack)
             yield session
     except BaseExceptionGroup as group:
@@ -120,7 +126,12 @@ def _oauth_for(
     if server.transport == "stdio" or not (kind == "oauth" or (kind is None and store)):
         return None
     try:
-        return OAuthClient(server, store=store or MemoryStore(), user=user, authorizer=authorizer)
+        # The daemon's authorizer says where its logins come back (its /oauth/callback).
+        redirect = getattr(authorizer, "redirect_uri", None)
+        client = OAuthClient(server, store=store or MemoryStore(), user=user, authorizer=authorizer)
+        if isinstance(redirect, str):
+            client.redirect_uri = redirect
+        return client
     except OAuthError as exc:
         raise AuthError(f"{server.name}: {exc}") from None
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Final
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from mcpx import wire
 from mcpx.shapes import InvalidHeaderAnnotation, ParamHeader, param_header_values, param_headers
@@ -37,7 +38,40 @@ from ._handshake import CLIENT_INFO, Handshake
 from ._pages import paginate
 from ._task_calls import TaskWakes, call_as_task, wants_task_extension
 
-__all__ = ["Requester"]
+if TYPE_CHECKING:
+    from ._connection import Connection
+
+__all__ = ["REQUEST_WATCH", "RequestWatch", "Requester"]
+
+
+class RequestWatch(Protocol):
+    """Told of each request a call sends upstream (its id) and each retry: the caller's
+    telemetry, set in ``REQUEST_WATCH`` for the call (the client knows none of it)."""
+
+    def sent(self, method: str, request_id: wire.RequestId) -> None: ...
+
+    def retried(self, method: str, reason: str) -> None: ...
+
+
+# The watch of the call running in this task; None (the default) costs one lookup.
+REQUEST_WATCH: ContextVar[RequestWatch | None] = ContextVar("mcpx_request_watch", default=None)
+
+
+def _reserved(conn: Connection, method: str) -> wire.RequestId | None:
+    """An id for the request, told to the call's watch first; None without a watch."""
+    watch = REQUEST_WATCH.get()
+    if watch is None:
+        return None
+    rid = conn.reserve_id()
+    watch.sent(method, rid)
+    return rid
+
+
+def _retried(method: str, reason: str) -> None:
+    watch = REQUEST_WATCH.get()
+    if watch is not None:
+        watch.retried(method, reason)
+
 
 log = logging.getLogger("mcpx.client")
 
@@ -211,7 +245,11 @@ class Requester:
     ) -> dict[str, Any]:
         try:
             return await self.conn.request(
-                method, params, headers=self.handshake.legacy_headers(), timeout=timeout
+                method,
+                params,
+                headers=self.handshake.legacy_headers(),
+                timeout=timeout,
+                request_id=_reserved(self.conn, method),
             )
         except UpstreamError as exc:
             if not (self.handshake.http and _session_gone(exc.__cause__)):
@@ -219,9 +257,14 @@ class Requester:
         # The server forgot our session (a restart, an expiry): initialize
         # again, once, and repeat the request on the new session.
         log.info("%s: the server forgot our session; initializing again", self.name)
+        _retried(method, "session_gone")
         await self.handshake.initialize_again(timeout=timeout)
         return await self.conn.request(
-            method, params, headers=self.handshake.legacy_headers(), timeout=timeout
+            method,
+            params,
+            headers=self.handshake.legacy_headers(),
+            timeout=timeout,
+            request_id=_reserved(self.conn, method),
         )
 
     # -- modern ------------------------------------------------------------------------
@@ -267,7 +310,11 @@ class Requester:
             params = {**body, "_meta": meta}
             try:
                 return await self.conn.request(
-                    method, params, headers=self.modern_headers(method, params), timeout=timeout
+                    method,
+                    params,
+                    headers=self.modern_headers(method, params),
+                    timeout=timeout,
+                    request_id=_reserved(self.conn, method),
                 )
             except wire.UnsupportedProtocolVersion as exc:
                 if not _first(retried, "version"):
@@ -275,6 +322,7 @@ class Requester:
                         f"{self.name} refused every version mcpx offered for {method}"
                     ) from exc
                 self.handshake.adopt_version(exc)
+                _retried(method, "version")
             except wire.HeaderMismatch:
                 if not (
                     method == "tools/call" and self.handshake.http and _first(retried, "headers")
@@ -282,6 +330,7 @@ class Requester:
                     raise
                 if not await self._refresh_param_headers(params.get("name"), timeout):
                     raise
+                _retried(method, "headers")
             except UpstreamError as exc:
                 # Only a response stream cut short: a timeout or a cancelled caller (its
                 # own exception) never comes here, nor does a broken connection.
@@ -291,6 +340,7 @@ class Requester:
                 # C-HTTP-36: 2026-07-28 has no resumption, so the request is lost and
                 # is sent again (a tools/call may then run twice: the spec's choice).
                 log.warning("%s: %s; sending it again as a new request", self.name, exc)
+                _retried(method, "lost")
 
     async def _refresh_param_headers(self, tool: Any, timeout: float | None) -> bool:
         """List the tools again after a ``HeaderMismatch`` (C-HTTP-34): the tool's

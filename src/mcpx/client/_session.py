@@ -80,6 +80,14 @@ class Session:
     def modern(self) -> bool:
         return self.handshake.modern
 
+    @property
+    def session_id(self) -> str | None:
+        """The upstream's ``Mcp-Session-Id`` (a legacy HTTP session), None otherwise."""
+        if self.handshake.negotiated is None or self.handshake.modern:
+            return None
+        http_session = self.conn.transport.http_session()
+        return http_session.session_id if http_session is not None else None
+
     # -- requests ---------------------------------------------------------------------
 
     async def request(

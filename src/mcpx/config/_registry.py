@@ -81,6 +81,10 @@ def _integer(name: str, default: int, doc: str, minimum: int | None = None) -> S
     return Setting(name, IntegerKind(minimum), default, doc)
 
 
+def _flag(name: str, doc: str) -> Setting:
+    return Setting(name, _BOOLEAN, False, doc)
+
+
 def _oauth(name: str, doc: str) -> Setting:
     return Setting(
         f"daemon.oauth.{name}", StringKind(allow_empty=True), "", "daemon.auth=oauth: " + doc
@@ -402,6 +406,8 @@ _SEED: Final[tuple[Setting, ...]] = (
     ),
     _integer("log.keep", 7, "Days the call log keeps a call.", minimum=0),
     _integer("log.keepRows", 100_000, "Calls the call log keeps at most.", minimum=1),
+    _flag("telemetry.enabled", "Export OpenTelemetry traces and metrics without OTEL_* set."),
+    _flag("telemetry.payloads", "Tool arguments and results on spans, secret-looking keys hidden."),
     Setting(
         "state.dir",
         StringKind(allow_empty=False),

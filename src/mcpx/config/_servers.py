@@ -325,15 +325,20 @@ OAUTH_KEYS: Final = (
     "clientMetadataUrl",
     "grant",
     "privateKeyEnv",
+    "assertionEnv",
+    "assertionFile",
 )
-_GRANTS: Final = ("authorization_code", "client_credentials")
+_GRANTS: Final = ("authorization_code", "client_credentials", "jwt_bearer")
 _OAUTH_STRINGS: Final = (
     "clientId",
     "clientSecret",
     "clientSecretEnv",
     "privateKeyEnv",
     "clientMetadataUrl",
+    "assertionEnv",
+    "assertionFile",
 )
+_ASSERTION_KEYS: Final = ("assertionEnv", "assertionFile")
 
 
 def _oauth(entry: _Entry, block: Mapping[str, object]) -> None:
@@ -368,6 +373,26 @@ def _oauth(entry: _Entry, block: Mapping[str, object]) -> None:
     ):
         raise entry.error(
             "the client_credentials grant needs clientId and clientSecretEnv (or privateKeyEnv)",
+            "auth",
+            "grant",
+        )
+    _jwt_bearer(entry, block, grant)
+
+
+def _jwt_bearer(entry: _Entry, block: Mapping[str, object], grant: object) -> None:
+    """The JWT-bearer grant (RFC 7523, SEP-1933) takes the workload's identity JWT from
+    exactly one place; the other grants take none."""
+    given = [k for k in _ASSERTION_KEYS if k in block]
+    if grant != "jwt_bearer":
+        if given:
+            raise entry.error('needs "grant": "jwt_bearer"', "auth", given[0])
+        return
+    if len(given) > 1:
+        raise entry.error("give assertionEnv or assertionFile, not both", "auth", given[1])
+    if not given:
+        raise entry.error(
+            "the jwt_bearer grant needs assertionEnv (a variable holding the workload's "
+            "identity JWT) or assertionFile (a file holding it)",
             "auth",
             "grant",
         )

@@ -30,6 +30,7 @@ from mcpx import wire
 from mcpx.config import BooleanKind, IntegerKind, InvalidValue
 from mcpx.ops import (
     CLI_AGENT,
+    METRICS_CONTENT_TYPE,
     OPERATIONS,
     PROFILE_HEADER,
     Caller,
@@ -45,8 +46,10 @@ from mcpx.ops import (
 
 from ._guard import PRINCIPAL
 from ._limits import BodyLimits, LimitBodies
+from ._oauth_callback import oauth_callback
 from ._post_answer import PostAnswer, json_line
 from ._timers import Timers
+from ._v1_spans import run_served
 
 __all__ = ["build_app"]
 
@@ -198,7 +201,9 @@ def _caller(ctx: OpContext, request: Request) -> OpContext:
     another /v1 client, over the unix socket or TCP."""
     agent = request.headers.get("user-agent")
     door = "cli" if agent and agent.startswith(CLI_AGENT) else "v1"
-    transport = "unix" if request.scope.get("server") is None else "http"
+    # uvicorn gives a unix socket's scope no server, or one with no port.
+    server = request.scope.get("server")
+    transport = "unix" if server is None or server[1] is None else "http"
     return replace(ctx, caller=Caller(door, transport, agent))
 
 
@@ -213,7 +218,7 @@ def _route(op: Operation, ctx: Callable[[], OpContext], later: Timers) -> Route:
                 here = replace(here, identity=principal)  # an authenticated caller's own scope
             if op.relays and _NDJSON in request.headers.get("accept", ""):
                 return _relayed(op, here, args, request, later)  # type: ignore[return-value]
-            out = await run_operation(op, here, args)
+            out = await run_served(op, here, args, request.headers)
             if op.stream is not None:
                 headers = {"Cache-Control": "no-store"}
                 return StreamingResponse(out, media_type=op.stream, headers=headers)
@@ -266,8 +271,17 @@ def build_app(
         answer.headers["Allow"] = allow
         return answer
 
+    async def metrics(request: Request) -> Response:
+        # Behind the same guard as /v1 (FrontDoor checks every route but /health).
+        telemetry = ctx().telemetry
+        if telemetry is None:
+            return _json(OpError(404, "metrics_off", "this daemon keeps no metrics").body(), 404)
+        return Response(telemetry.metrics_text(), media_type=METRICS_CONTENT_TYPE)
+
     routes = [_route(op, ctx, later) for op in OPERATIONS]
     routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
+    routes.append(Route("/metrics", metrics, methods=["GET"]))
+    routes.append(Route("/oauth/callback", oauth_callback(ctx), methods=["GET"]))
     middleware = [] if limits is None else [Middleware(LimitBodies, limits=limits)]
     if mcp is not None:
         # A Route, not a Mount: a Mount would answer "/mcp" with a redirect to "/mcp/".

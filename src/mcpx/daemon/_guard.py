@@ -28,6 +28,10 @@ Invariants:
   integer port, or none at all, is TCP (unsure is checked: fail closed).
 - ``/health`` passes unchecked: it answers ``{"ok": true}`` and nothing else, so there is
   nothing on it to protect, and a monitor reaching the port by any name still can.
+- ``GET /oauth/callback`` passes ``daemon.auth`` and the cross-site check (a browser
+  comes back to it from the authorization server, another site, with no token of the
+  daemon's): it only completes a login the daemon itself began, bound to a 256-bit
+  single-use ``state``, and answers nothing else. Host, Origin and the body rule stay.
 - With ``daemon.auth=oauth``, the protected resource metadata (RFC 9728) is answered here,
   unchecked too: a client must read it to learn where to get a token.
 - ``scope[PRINCIPAL]`` is set only here, only from an accepted check: a client cannot
@@ -60,6 +64,7 @@ __all__ = ["PRINCIPAL", "FrontDoor", "routed"]
 log = logging.getLogger("mcpx.daemon")
 
 _OPEN: Final = "/health"
+_CALLBACK: Final = "/oauth/callback"  # open for GET: see the module docstring
 # RFC 9728 3.1: the well-known path, and the form with the resource's path (/mcp) inserted.
 _METADATA: Final = frozenset(
     {"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"}
@@ -145,6 +150,8 @@ class FrontDoor:
         for name, value in scope["headers"]:
             if name in _WANTED:
                 headers.setdefault(name, []).append(value)
+        if scope["path"] == _CALLBACK and scope.get("method") == "GET":
+            return self._host(scope, headers) or self._origin(headers) or _json_body(scope, headers)
         return (
             self._host(scope, headers)
             or self._origin(headers)

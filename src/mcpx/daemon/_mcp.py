@@ -108,7 +108,7 @@ class McpEndpoint:
         self._own = own
         self._later = later
         self._audience = audience
-        self.sessions = Sessions(self._ended)
+        self.sessions = Sessions(self._ended, telemetry=lambda: self._ctx().telemetry)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)

@@ -54,10 +54,12 @@ from ._guard import FrontDoor, routed
 from ._hand_back import HandBacks
 from ._head_limits import limited_protocol
 from ._limits import BodyLimits
+from ._login_asker import oauth_wiring
 from ._mcp import McpEndpoint
 from ._paths import EX_STATE_FULL, DaemonPaths, demo_server, setup_log
 from ._reload import ConfigFollower, applying
 from ._stdio_accept import serve_stdio_channel
+from ._telemetry_wiring import running_telemetry
 from ._timers import Timers
 
 __all__ = ["StartRefused", "serve"]
@@ -266,10 +268,16 @@ def serve(
             lambda: bool(stopping),
             Throttle.configured(settings),
         )
+        oauth = oauth_wiring(paths.state / "oauth.db", handler, f"{url}/oauth/callback")
         async with (
             # Outlives the pool: the calls ended at a stop are still written.
             open_call_log(paths.state / "calls.db", settings) as call_log,
-            open_pool(servers, settings, cache=cache, hooks=hooks, handler=handler) as pool,
+            open_pool(
+                servers, settings, cache=cache, hooks=hooks, handler=handler, oauth=oauth
+            ) as pool,
+            running_telemetry(
+                settings, pool, broker, lambda: holder[0].tasks, events=events, router=handler
+            ) as telemetry,
             anyio.create_task_group() as running,
         ):
             # Calls that outlive their request run here, and end before the upstreams do.
@@ -306,6 +314,7 @@ def serve(
                     tasks=tasks,
                     signer=StateSigner(float(settings["proto.stateTTL"])),
                     recorder=call_log,
+                    telemetry=telemetry,
                 )
             )
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)

@@ -21,7 +21,7 @@ Invariants:
   a new one). When every session is busy, ``room`` says no and the new one is refused
   (503): evicting a busy session would break a host in the middle of its work.
 - Ending a session is ``on_end``'s business (its streams, subscriptions, instances);
-  the table only forgets it, once.
+  the table only forgets it, once, and tells ``telemetry`` how long it lasted.
 """
 
 from __future__ import annotations
@@ -30,12 +30,15 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
 from mcpx import wire
 from mcpx.server import Conn, HostSession
+
+if TYPE_CHECKING:
+    from mcpx.ops import Telemetry
 
 __all__ = ["Session", "Sessions"]
 
@@ -60,6 +63,7 @@ class Session:
     busy: int = 0  # requests in flight and GET streams open
     streams: int = 0  # GET streams open
     ended: bool = False
+    began: float = field(default_factory=time.monotonic)  # for its duration, at its end
     _outbox: deque[wire.Frame] | None = None
     _wake: anyio.Event | None = None
 
@@ -107,12 +111,16 @@ class Sessions:
     """Sessions by id; the idle ones also in order of last use."""
 
     def __init__(
-        self, on_end: Callable[[Session], None], clock: Callable[[], float] = time.monotonic
+        self,
+        on_end: Callable[[Session], None],
+        clock: Callable[[], float] = time.monotonic,
+        telemetry: Callable[[], Telemetry | None] = lambda: None,
     ) -> None:
         self._all: dict[str, Session] = {}
         self._idle: OrderedDict[str, Session] = OrderedDict()
         self._on_end = on_end
         self._clock = clock
+        self._telemetry = telemetry
 
     def __len__(self) -> int:
         return len(self._all)
@@ -175,6 +183,10 @@ class Sessions:
             return False
         self._idle.pop(sid, None)
         session.end()
+        telemetry = self._telemetry()
+        if telemetry is not None:
+            conn = session.conn
+            telemetry.session_ended(conn.transport, conn.revision, time.monotonic() - session.began)
         self._on_end(session)
         return True
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from contextlib import suppress
 from typing import Any, Final
 
@@ -112,6 +113,7 @@ class StdioChannel:
 
     async def run(self) -> None:
         log.info("stdio host connected (%s): %s", self.mode, self.identity)
+        began = time.monotonic()
         send, receive = anyio.create_memory_object_stream[bytes](math.inf)
         self._out = send
         audience = self.ctx.audience
@@ -126,6 +128,9 @@ class StdioChannel:
             if audience is not None:
                 audience.leave(self.conn)
             release_all(self.ctx, self.conn)  # its resource subscriptions end with it
+            if self.ctx.telemetry is not None and not self.handing_back:  # its session ended
+                lasted = time.monotonic() - began
+                self.ctx.telemetry.session_ended("stdio", self.conn.revision, lasted)
         log.info("stdio host gone: %s", self.identity)
 
     def _read_on(self) -> None:

@@ -132,9 +132,11 @@ class Subscription(ObjectReceiveStream[Event]):
             self._tail = _Missed(event.seq, event.seq, event.ts)
             self._live.append(self._tail)
             self.missed += 1
+            self._bus.dropped += 1
         else:
             self._tail.last = event.seq
             self.missed += 1
+            self._bus.dropped += 1
         self._wakeup()
 
     def _end(self) -> None:
@@ -209,6 +211,9 @@ class EventBus:
     _next: int = field(init=False, default=1)
     _subs: dict[int, Subscription] = field(init=False, default_factory=dict)
     _closed: bool = field(init=False, default=False)
+    # Events not delivered to a subscriber whose buffer was full, all subscribers
+    # together (``/metrics``' ``mcpx_events_dropped_total``).
+    dropped: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self._ring = deque(maxlen=max(0, self.history))

@@ -4,35 +4,47 @@ A layer between ``client`` and ``transport``: ``OAuthClient(server, store=...)``
 the HTTP transports an ``httpx.Auth`` that adds the bearer token to requests to the
 server's own origin and, on 401 / 403 ``insufficient_scope``, runs discovery, refresh,
 client identity (CIMD, pre-registered, RFC 7591), authorization code + PKCE through an
-``Authorizer``, or the client_credentials grant. ``LoginNeeded`` says a person must run
+``Authorizer``, or a grant that needs nobody: client_credentials, or JWT-bearer with a
+workload identity token (RFC 7523, SEP-1933). Tokens are DPoP-bound (RFC 9449, SEP-1932)
+where the authorization server offers it. ``LoginNeeded`` says a person must run
 ``mcpx auth login <server>``. Tokens and client identities live in a ``TokenStore``.
 
 Modules: ``_challenge`` (WWW-Authenticate), ``_discovery`` (RFC 9728 / 8414 / 2025-03-26
 fallbacks), ``_identity`` (who mcpx is to the AS), ``_scopes``, ``_tokens`` (token
-endpoint, client auth, PKCE), ``_revoke`` (RFC 7009), ``_client`` (the flow),
-``_httpauth`` (the httpx.Auth), ``_store``, ``_model``, ``_errors``.
+endpoint, client auth, PKCE), ``_grants`` (client_credentials, JWT-bearer), ``_dpop``
+(proofs, nonces), ``_revoke`` (RFC 7009), ``_client`` (the flow),
+``_httpauth`` (the httpx.Auth), ``_store``, ``_sqlite_store`` (``<state>/oauth.db``),
+``_logins`` (logins in progress, held by the daemon), ``_model``, ``_errors``.
 """
 
 from ._challenge import Challenge, parse_challenge
 from ._client import Authorizer, OAuthClient
 from ._discovery import Discovery, discover
-from ._errors import LoginNeeded, OAuthError
+from ._errors import LoginNeeded, NotPending, OAuthError
+from ._logins import LOGIN_TTL, MAX_PENDING, Logins, state_of
 from ._model import ClientIdentity, PendingLogin, Tokens
+from ._sqlite_store import SqliteStore
 from ._store import MemoryStore, TokenStore, store_key
 
 __all__ = [
+    "LOGIN_TTL",
+    "MAX_PENDING",
     "Authorizer",
     "Challenge",
     "ClientIdentity",
     "Discovery",
     "LoginNeeded",
+    "Logins",
     "MemoryStore",
+    "NotPending",
     "OAuthClient",
     "OAuthError",
     "PendingLogin",
+    "SqliteStore",
     "TokenStore",
     "Tokens",
     "discover",
     "parse_challenge",
+    "state_of",
     "store_key",
 ]

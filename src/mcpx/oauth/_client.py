@@ -5,7 +5,8 @@ token before each request, and ``answer_challenge`` when the server says 401 (no
 token: discover, refresh or log in again) or 403 ``insufficient_scope`` (log in again for
 more scopes, a bounded number of times). A login needs a person, reached through the
 ``Authorizer``; without one it ends in ``LoginNeeded``. Servers configured with
-``"grant": "client_credentials"`` need nobody. One lock: a single flow at a time.
+``"grant": "client_credentials"`` or ``"jwt_bearer"`` need nobody (``_grants``). DPoP
+(``_dpop``) where the server offers it. One lock: a single flow at a time.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from mcpx.config import ServerConfig
 
 from ._challenge import Challenge
 from ._discovery import Discovery, discover
-from ._errors import LoginNeeded, OAuthError
+from ._dpop import DPoPProver
+from ._errors import LoginNeeded, OAuthError, Unavailable
+from ._grants import MACHINE_GRANTS, Assertion, machine_tokens
 from ._httpauth import OAuthAuth
 from ._identity import ClientSettings, configured_identity, register_client
 from ._model import ClientIdentity, PendingLogin, Tokens
@@ -41,6 +44,10 @@ log = logging.getLogger("mcpx.oauth")
 
 _REFRESH_EARLY: Final = 60.0  # seconds before expiry a token is refreshed
 _STEP_UPS_PER_SCOPE: Final = 1  # re-authorizations for the same scope set (no loops)
+# A refresh the token endpoint fails (5xx, 429, no answer) is tried this many times,
+# waiting _REFRESH_PAUSE, doubled each time, between tries; then a login is needed.
+_REFRESH_TRIES: Final = 3
+_REFRESH_PAUSE: Final = 0.5
 
 
 class Authorizer(Protocol):
@@ -100,6 +107,8 @@ class OAuthClient:
             else None,
             private_key=_secret(block, "privateKey", env),
         )
+        self.assertion = Assertion.from_block(block, env)
+        self.dpop = DPoPProver()
         self.store = store
         self.user = user
         self.key = store_key(server)
@@ -110,6 +119,10 @@ class OAuthClient:
         self._discovery: Discovery | None = None
         self._requested: str | None = None  # the scope last asked for
         self._step_ups: dict[str, int] = {}
+        # Why the last refresh gave up after its tries (said in the LoginNeeded), and
+        # the refresh token it gave up on (never tried again: no loops).
+        self._refresh_failed: str | None = None
+        self._gave_up_on: str | None = None
 
     def auth(self) -> httpx.Auth:
         """For the transports: the bearer on requests to the server's own origin, and
@@ -133,10 +146,40 @@ class OAuthClient:
                     log.info("%s: early refresh failed (%s); the server will say", self.name, exc)
         return tokens.access_token if tokens else None
 
+    async def sign_in_first(self) -> None:
+        """A configured oauth server with no tokens at all, and someone who may be able
+        to sign in: do it now, before the session opens, so that a person's time is not
+        counted against the upstream's start (the era probe) but only the caller's.
+
+        Raises:
+            LoginNeeded, OAuthError: as ``answer_challenge``.
+        """
+        if not self.configured or self.grant != "authorization_code" or self.authorizer is None:
+            return
+        async with self._lock:
+            if self.store.tokens(self.key, self.user) is not None:
+                return
+            async with self._client() as http:
+                try:
+                    self._discovery = await discover(http, self.url)
+                except OAuthError as exc:  # the server's challenge may say more: wait for it
+                    log.info("%s: no sign-in before the start (%s)", self.name, exc)
+                    return
+                await self._obtain(http, select_scope(None, self.scopes, self._discovery))
+
     def reacts_to(self, challenge: Challenge) -> bool:
         """Whether a 401/403 is this client's business: always for an oauth server, else
         only with a Bearer challenge."""
         return self.configured or challenge.bearer
+
+    def dpop_bound(self, token: str) -> bool:
+        """Whether ``token`` is a DPoP-bound one (sent with a proof, RFC 9449 §7.1)."""
+        tokens = self.store.tokens(self.key, self.user)
+        return (
+            tokens is not None
+            and tokens.access_token == token
+            and tokens.token_type.lower() == "dpop"
+        )
 
     async def answer_challenge(self, status: int, challenge: Challenge, sent: str | None) -> bool:
         """Get tokens that may pass ``challenge``; False when there is nothing more to try.
@@ -178,16 +221,27 @@ class OAuthClient:
 
     async def _obtain(self, http: httpx.AsyncClient, scope: str | None) -> Tokens:
         assert self._discovery is not None
-        if self.grant == "client_credentials":
-            return await self._client_credentials(http, self._discovery, scope)
+        if self.grant in MACHINE_GRANTS:
+            tokens = await machine_tokens(
+                http, self._discovery, server=self.name, grant=self.grant, scope=scope,
+                settings=self.settings, assertion=self.assertion, dpop=self.dpop,
+            )  # fmt: skip
+            self.store.save_tokens(self.key, self.user, tokens)
+            return tokens
+        why, self._refresh_failed = self._refresh_failed, None
         if self.authorizer is None:
             raise LoginNeeded(
-                self.name, "the server needs an OAuth login and nobody can answer here"
+                self.name, why or "the server needs an OAuth login and nobody can answer here"
             )
         pending = await self._begin(http, self._discovery, scope, self.redirect_uri)
-        redirected = await self.authorizer.authorize(
-            pending.authorization_url, pending.redirect_uri
-        )
+        try:
+            redirected = await self.authorizer.authorize(
+                pending.authorization_url, pending.redirect_uri
+            )
+        except LoginNeeded as exc:
+            if why is None:
+                raise
+            raise LoginNeeded(exc.server, why, exc.question) from None
         return await self._finish(http, pending, redirected)
 
     # -- grants ---------------------------------------------------------------------------
@@ -201,55 +255,60 @@ class OAuthClient:
         client = await self._identity(http, discovery, register=False)
         if client is None or tokens.issuer not in (None, discovery.issuer):
             return None
+        if self._gave_up_on == tokens.refresh_token:
+            return None  # it failed its tries already: a login is needed, not more tries
         form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
-        try:
-            new = await request_tokens(
-                http,
-                discovery,
-                client,
-                form,
-                requested_scope=tokens.scope,
-                private_key=self.settings.private_key,
-            )
-        except OAuthError as exc:
-            log.info("%s: refresh refused (%s)", self.name, exc)
-            return None
+        pause = _REFRESH_PAUSE
+        for tried in range(1, _REFRESH_TRIES + 1):
+            try:
+                new = await request_tokens(
+                    http,
+                    discovery,
+                    client,
+                    form,
+                    requested_scope=tokens.scope,
+                    private_key=self.settings.private_key,
+                    dpop=self.dpop,
+                )
+                break
+            except Unavailable as exc:
+                log.info(
+                    "%s: refresh failed, try %d of %d (%s)", self.name, tried, _REFRESH_TRIES, exc
+                )
+                if tried == _REFRESH_TRIES:
+                    self._gave_up_on = tokens.refresh_token
+                    self._refresh_failed = f"the token refresh failed {tried} times ({exc})"
+                    return None
+                await anyio.sleep(pause)
+                pause *= 2
+            except OAuthError as exc:
+                log.info("%s: refresh refused (%s)", self.name, exc)
+                return None
         # RFC 6749 §6: an omitted refresh token is unchanged.
         if new.refresh_token is None:
             new = dataclasses.replace(new, refresh_token=tokens.refresh_token)
         self.store.save_tokens(self.key, self.user, new)
         return new
 
-    async def _client_credentials(
-        self, http: httpx.AsyncClient, discovery: Discovery, scope: str | None
-    ) -> Tokens:
-        client = configured_identity(self.settings, discovery, None)
-        if client is None or client.auth_method == "none":
-            raise OAuthError(
-                f"{self.name}: the client_credentials grant needs clientId with "
-                "clientSecretEnv or privateKeyEnv"
-            )
-        form = {"grant_type": "client_credentials"} | ({"scope": scope} if scope else {})
-        tokens = await request_tokens(
-            http,
-            discovery,
-            client,
-            form,
-            requested_scope=scope,
-            private_key=self.settings.private_key,
-        )
-        self.store.save_tokens(self.key, self.user, tokens)
-        return tokens
-
     async def _identity(
-        self, http: httpx.AsyncClient, discovery: Discovery, *, register: bool
+        self,
+        http: httpx.AsyncClient,
+        discovery: Discovery,
+        *,
+        register: bool,
+        redirect_uri: str | None = None,
     ) -> ClientIdentity | None:
+        redirect_uri = redirect_uri or self.redirect_uri
         stored = self.store.client(self.key, discovery.issuer)
-        if stored is not None:
+        # A registered client is bound to its redirect URIs: a login through another
+        # (the CLI's loopback port, the daemon's callback) registers again.
+        if stored is not None and not (
+            register and stored.source == "dcr" and redirect_uri not in stored.redirect_uris
+        ):
             return stored
-        client = configured_identity(self.settings, discovery, self.redirect_uri)
+        client = configured_identity(self.settings, discovery, redirect_uri)
         if client is None and register:
-            client = await register_client(http, discovery, self.settings, self.redirect_uri)
+            client = await register_client(http, discovery, self.settings, redirect_uri)
         if client is not None:
             self.store.save_client(self.key, discovery.issuer, client)
         return client
@@ -263,7 +322,7 @@ class OAuthClient:
                 f"{discovery.issuer} does not advertise PKCE S256 "
                 "(code_challenge_methods_supported); refusing to authorize there"
             )
-        client = await self._identity(http, discovery, register=True)
+        client = await self._identity(http, discovery, register=True, redirect_uri=redirect_uri)
         assert client is not None
         verifier, challenge = pkce_pair()
         state = secrets.token_urlsafe(32)
@@ -327,7 +386,7 @@ class OAuthClient:
             "code_verifier": pending.code_verifier,
         }
         tokens = await request_tokens(
-            http, discovery, pending.client, form, requested_scope=pending.scope
+            http, discovery, pending.client, form, requested_scope=pending.scope, dpop=self.dpop
         )
         self.store.save_tokens(self.key, self.user, tokens)
         return tokens

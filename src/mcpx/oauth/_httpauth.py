@@ -1,9 +1,11 @@
 """The ``httpx.Auth`` the HTTP transports are given for an OAuth-protected server.
 
-Only requests to the server's own origin are touched: they get the bearer token, and
-their 401 (and 403 ``insufficient_scope``) answers run the client's flow, then the
-request is sent again, once per cause. Requests to any other origin pass untouched, so
-a token never leaves the resource's origin.
+Only requests to the server's own origin are touched: they get the access token (as
+``Bearer``, or as ``DPoP`` with a fresh proof when the token is DPoP-bound), and their
+401 (and 403 ``insufficient_scope``) answers run the client's flow, then the request is
+sent again, once per cause; a 401 asking for a DPoP nonce is answered by sending again
+once with it. Requests to any other origin pass untouched, so a token never leaves the
+resource's origin.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Protocol
 import httpx
 
 from ._challenge import Challenge, parse_challenge
+from ._dpop import DPoPProver, nonce_challenge
 
 __all__ = ["OAuthAuth"]
 
@@ -22,12 +25,14 @@ class Flow(Protocol):
     """What the httpx.Auth asks of the ``OAuthClient``."""
 
     url: str
+    dpop: DPoPProver
 
     async def bearer(self) -> str | None: ...
     def reacts_to(self, challenge: Challenge) -> bool: ...
     async def answer_challenge(
         self, status: int, challenge: Challenge, sent: str | None
     ) -> bool: ...
+    def dpop_bound(self, token: str) -> bool: ...
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
@@ -50,11 +55,19 @@ class OAuthAuth(httpx.Auth):
             yield request  # another origin never sees the token
             return
         sent = await self._client.bearer()
-        if sent:
-            request.headers["Authorization"] = f"Bearer {sent}"
-        response = yield request
+        response = yield self._present(request, sent)
+        nonce_sent = False
         causes: set[int] = set()
-        while response.status_code in (401, 403) and response.status_code not in causes:
+        while response.status_code in (401, 403):
+            new_nonce = self._client.dpop.remember(response)
+            if nonce_challenge(response):
+                if nonce_sent or not new_nonce:
+                    return  # RFC 9449 §9: sent again once, with a nonce it just handed over
+                nonce_sent = True
+                response = yield self._present(request, sent)
+                continue
+            if response.status_code in causes:
+                return
             challenge = parse_challenge(response.headers.get("WWW-Authenticate"))
             if response.status_code == 403 and challenge.error != "insufficient_scope":
                 return
@@ -64,6 +77,18 @@ class OAuthAuth(httpx.Auth):
             if not await self._client.answer_challenge(response.status_code, challenge, sent):
                 return
             sent = await self._client.bearer()
-            if sent:
-                request.headers["Authorization"] = f"Bearer {sent}"
-            response = yield request
+            response = yield self._present(request, sent)
+        self._client.dpop.remember(response)
+
+    def _present(self, request: httpx.Request, token: str | None) -> httpx.Request:
+        if not token:
+            return request
+        if self._client.dpop_bound(token):
+            request.headers["Authorization"] = f"DPoP {token}"
+            request.headers["DPoP"] = self._client.dpop.proof(
+                request.method, request.url, access_token=token
+            )
+        else:
+            request.headers["Authorization"] = f"Bearer {token}"
+            request.headers.pop("DPoP", None)
+        return request

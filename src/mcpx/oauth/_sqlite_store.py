@@ -9,6 +9,7 @@ daemon's event loop only; each write is one statement (autocommit).
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,13 @@ _SCHEMA = (
 class SqliteStore:
     """A ``TokenStore`` that outlives the daemon."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        """``read_only``: for another process than the daemon (``mcpx doctor``), which
+        reads what is there and never writes (the file must exist)."""
         self.path = path
+        if read_only:
+            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            return
         self._db = open_state_db(path)
         for statement in _SCHEMA:
             self._db.execute(statement)

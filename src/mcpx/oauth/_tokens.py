@@ -19,7 +19,8 @@ from authlib.oauth2.auth import ClientAuth  # type: ignore[import-untyped]
 from authlib.oauth2.rfc7636 import create_s256_code_challenge  # type: ignore[import-untyped]
 
 from ._discovery import Discovery
-from ._errors import OAuthError
+from ._dpop import DPoPProver, dpop_post
+from ._errors import OAuthError, Unavailable
 from ._model import ClientIdentity, Tokens
 
 __all__ = ["authenticated_form", "pkce_pair", "request_tokens"]
@@ -64,36 +65,49 @@ def authenticated_form(
     method = client.auth_method if client.client_secret else "none"
     auth = ClientAuth(client.client_id, client.client_secret or "", method)
     _, new_headers, new_body = auth.prepare("POST", "", headers, str(httpx.QueryParams(form)))
-    return dict(httpx.QueryParams(new_body)), dict(new_headers)
+    out = dict(httpx.QueryParams(new_body))
+    # client_id in the body with HTTP Basic too: RFC 6749 allows it, and some servers
+    # (the official SDK's token endpoint) find the client by it before reading the header.
+    out.setdefault("client_id", client.client_id)
+    return out, dict(new_headers)
 
 
 async def request_tokens(
     http: httpx.AsyncClient,
     discovery: Discovery,
-    client: ClientIdentity,
+    client: ClientIdentity | None,
     form: dict[str, str],
     *,
     requested_scope: str | None,
     private_key: str | None = None,
+    dpop: DPoPProver | None = None,
 ) -> Tokens:
-    """POST ``form`` (grant_type and its parameters) to the token endpoint.
+    """POST ``form`` (grant_type and its parameters) to the token endpoint, as ``client``
+    (None: no client authentication, as a JWT-bearer grant may be), with a DPoP proof
+    when ``dpop`` is given and the server offers DPoP.
 
     Raises:
         OAuthError: the endpoint refused or answered something that is not a token.
     """
     endpoint = discovery.endpoint("token_endpoint", "/token")
     form = {**form, "resource": discovery.resource}
-    form, headers = authenticated_form(client, form, discovery, private_key)
+    headers: dict[str, str] = {}
+    if client is not None:
+        form, headers = authenticated_form(client, form, discovery, private_key)
     try:
-        response = await http.post(endpoint, data=form, headers=headers)
+        if dpop is not None and dpop.offered_by(discovery.metadata):
+            response = await dpop_post(http, dpop, endpoint, form, headers)
+        else:
+            response = await http.post(endpoint, data=form, headers=headers)
     except httpx.HTTPError as exc:
-        raise OAuthError(f"token request to {endpoint} failed ({type(exc).__name__})") from None
+        raise Unavailable(f"token request to {endpoint} failed ({type(exc).__name__})") from None
     body: Any = None
     with contextlib.suppress(ValueError):
         body = response.json()
     if response.status_code != 200 or not isinstance(body, dict) or "access_token" not in body:
         error = body.get("error") if isinstance(body, dict) else None
-        raise OAuthError(
+        failed = response.status_code >= 500 or response.status_code == 429
+        raise (Unavailable if failed else OAuthError)(
             f"token request ({form['grant_type']}) to {endpoint} refused: "
             f"HTTP {response.status_code}" + (f", {error}" if isinstance(error, str) else "")
         )

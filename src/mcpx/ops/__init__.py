@@ -35,14 +35,19 @@ if TYPE_CHECKING:
     from ._call_record import Caller, CallRecord, CallRecorder
     from ._catalogue import Catalogue
     from ._context import OpContext, profiled
+    from ._handle_auth import logged_in
     from ._handlers import HANDLERS, run_operation
     from ._operation_input import check_input, input_problem
+    from ._telemetry import METRICS_CONTENT_TYPE, Telemetry, configured
+    from ._telemetry_otel import Otel
+    from ._telemetry_prom import PromMetrics
     from ._upstream_call import TRACE_KEYS, request_for_caller, upstream_error
 
 __all__ = [
     "CLI_AGENT",
     "ERROR_SCHEMA",
     "HANDLERS",
+    "METRICS_CONTENT_TYPE",
     "OPERATIONS",
     "PROFILE_HEADER",
     "QUESTIONS_HEADER",
@@ -57,14 +62,19 @@ __all__ = [
     "OpContext",
     "OpError",
     "Operation",
+    "Otel",
     "Param",
+    "PromMetrics",
     "QuickCheck",
     "Status",
+    "Telemetry",
     "by_name",
     "check_input",
+    "configured",
     "gateway_template",
     "gateway_uri",
     "input_problem",
+    "logged_in",
     "open_call_log",
     "openapi",
     "original_uri",
@@ -81,6 +91,7 @@ __all__ = [
 # Loaded on first use: name -> the module that defines it.
 _LAZY = {
     "CallLog": "_call_log",
+    "logged_in": "_handle_auth",
     "open_call_log": "_call_log",
     "Caller": "_call_record",
     "CallRecord": "_call_record",
@@ -95,6 +106,11 @@ _LAZY = {
     "TRACE_KEYS": "_upstream_call",
     "request_for_caller": "_upstream_call",
     "upstream_error": "_upstream_call",
+    "METRICS_CONTENT_TYPE": "_telemetry",
+    "Telemetry": "_telemetry",
+    "configured": "_telemetry",
+    "Otel": "_telemetry_otel",
+    "PromMetrics": "_telemetry_prom",
 }
 
 

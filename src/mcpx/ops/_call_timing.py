@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import anyio
 
+from mcpx.client import REQUEST_WATCH, UpstreamTimeout
 from mcpx.pool import Instance
+from mcpx.wire import McpError
 
 from ._call_record import CallRecord, CallRecorder, Outcome, redact_error, redact_payload, trace_id
 from ._errors import OpError
+from ._telemetry import network_transport
+from ._telemetry_views import Called, Child
 
 if TYPE_CHECKING:
     from ._context import OpContext
@@ -37,33 +42,73 @@ class _Timing:
         self.handed: float | None = None  # when the pool handed over an instance
         self.revision: str | None = None
         self.result: dict[str, Any] | None = None
+        self.called: Called | None = None  # the telemetry's view of the call
 
     def queued(self, inst: Instance) -> None:
         self.handed = time.monotonic()
-        negotiated = inst.session.negotiated if inst.session is not None else None
+        session = inst.session
+        negotiated = session.negotiated if session is not None else None
         self.revision = negotiated.revision if negotiated is not None else None
+        if self.called is not None:
+            self.called.queued(
+                self.revision,
+                self.handed - self.started,
+                session.session_id if session is not None else None,
+                self._started(inst, negotiated.era.value if negotiated is not None else None),
+            )
+
+    def _started(self, inst: Instance, era: str | None) -> Child | None:
+        """``mcpx.instance.start``: the instance was made after this call began (the
+        pool started it for the call), from its making until it was handed over."""
+        if inst.started_at < self.ts:
+            return None
+        attrs: dict[str, Any] = {"mcpx.server": inst.server.name}
+        if era is not None:
+            attrs["mcpx.era"] = era
+        if self.revision is not None:
+            attrs["mcp.protocol.version"] = self.revision
+        ready = self.ts + (time.monotonic() - self.started)
+        return "mcpx.instance.start", attrs, int(inst.started_at * 1e9), int(ready * 1e9)
 
     def answered(self, result: dict[str, Any]) -> None:
         self.result = result
+        if self.called is not None:
+            self.called.answered(result)
 
 
 @contextmanager
 def recording(
-    ctx: OpContext, server: str, method: str, params: dict[str, Any]
+    ctx: OpContext, server: str, method: str, params: dict[str, Any], meta: dict[str, Any]
 ) -> Iterator[_Timing | None]:
-    recorder = ctx.recorder
-    if recorder is None:
+    """Times the call for the recorder and the telemetry (a CLIENT span, whose trace
+    context replaces the caller's in ``meta``, the ``_meta`` sent upstream)."""
+    recorder, telemetry = ctx.recorder, ctx.telemetry
+    if recorder is None and telemetry is None:
         yield None
         return
     timing = _Timing()
     error: BaseException | None = None
-    try:
-        yield timing
-    except BaseException as exc:
-        error = exc
-        raise
-    finally:
-        recorder.record(_record(ctx, recorder, server, method, params, timing, error))
+    with (
+        telemetry.calling(server, method, params, meta, _upstream(ctx, server))
+        if telemetry is not None
+        else nullcontext()
+    ) as called:
+        timing.called = called
+        # The client tells the span each request's id and each retry (only when traced).
+        traced = called is not None and telemetry is not None and telemetry.tracing
+        watching = REQUEST_WATCH.set(called) if traced else None
+        try:
+            yield timing
+        except BaseException as exc:
+            error = exc
+            if called is not None:
+                called.failed(*_error_type(exc))
+            raise
+        finally:
+            if watching is not None:
+                REQUEST_WATCH.reset(watching)
+            if recorder is not None:
+                recorder.record(_record(ctx, recorder, server, method, params, timing, error))
 
 
 def _record(
@@ -98,6 +143,34 @@ def _record(
         arguments=redact_payload(_arguments(method, params)) if keep else None,
         result=redact_payload(timing.result) if keep and timing.result is not None else None,
     )
+
+
+def _upstream(ctx: OpContext, server: str) -> dict[str, Any]:
+    """The CLIENT span's attributes the server's config gives: transport, address."""
+    config = ctx.pool.servers.get(server)
+    if config is None:
+        return {}
+    attrs: dict[str, Any] = {"network.transport": network_transport(config.transport)}
+    if config.url:
+        url = urlsplit(config.url)
+        if url.hostname:
+            attrs["server.address"] = url.hostname
+            attrs["server.port"] = url.port or (443 if url.scheme == "https" else 80)
+    return attrs
+
+
+def _error_type(error: BaseException) -> tuple[str, str | None, str | None]:
+    """(``error.type``, description, ``rpc.response.status_code``) of a failed call: a
+    JSON-RPC error's code, a timeout's ``timeout``, else the error's class."""
+    if isinstance(error, anyio.get_cancelled_exc_class()):
+        return "cancelled", None, None
+    if isinstance(error, McpError):
+        return str(error.code), error.message, str(error.code)
+    if isinstance(error, UpstreamTimeout):
+        return "timeout", None, None
+    if isinstance(error, OpError):
+        return error.code, None, None
+    return type(error).__qualname__, None, None
 
 
 def _outcome(result: dict[str, Any] | None, error: BaseException | None) -> Outcome:

@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpx import __version__
 from mcpx.config import ServerConfig, Settings, UnknownProfile, profile_reach
@@ -19,6 +19,9 @@ from mcpx.tasks import Tasks
 from ._call_record import Caller, CallRecorder
 from ._catalogue import Catalogue
 from ._errors import OpError
+
+if TYPE_CHECKING:
+    from ._telemetry import Telemetry
 
 __all__ = ["OpContext", "profiled"]
 
@@ -69,6 +72,8 @@ class OpContext:
     # where each finished upstream call is recorded (the call log; None: nowhere).
     caller: Caller | None = None
     recorder: CallRecorder | None = None
+    # Spans and metrics (ops._telemetry); None: none are made (the CLI, tests).
+    telemetry: Telemetry | None = None
 
     # The profile bounding what this request reaches (None: every configured server).
     # Checked where the request came in: a name no server lists was refused there.

@@ -19,6 +19,7 @@ from mcpx.wire import Throttled
 from ._errors import OpError
 from ._handle_tasks import owner_seen, task_store
 from ._table import Status
+from ._upstream_call import login_needed_error
 
 if TYPE_CHECKING:
     from mcpx.tasks import Task
@@ -52,9 +53,16 @@ async def returning_call(
     questions for ``server``. ``collect`` turns the task's failure into /v1's error."""
     tasks = task_store(ctx)
 
-    def started(task: Task) -> Awaitable[JSON]:
+    async def started(task: Task) -> JSON:
         asker = HostAsker(can=_cannot_ask, ask=_unasked, brokered=task.note_brokered)
-        return run(replace(ctx, asker=asker, notify=_forwarding(task)))
+        try:
+            return await run(replace(ctx, asker=asker, notify=_forwarding(task)))
+        except Exception as exc:
+            # A login needed stays one through the task's outcome (a JSON-RPC error).
+            translated = login_needed_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
 
     try:
         # An OAuth user's task is its own; the operator's, nobody's (whoever has the id).

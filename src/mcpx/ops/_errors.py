@@ -15,6 +15,8 @@ upstream_refused_input 400  the upstream answered -32602: the params do not fit 
 upstream_error    502     the upstream failed or answered a JSON-RPC error
                           (details.jsonrpc carries it) — names the server
 upstream_timeout  504     no answer within the call's budget
+login_needed      424     the upstream needs an OAuth sign-in nobody has done (or it was
+                          revoked): details.command is the `mcpx auth login` to run
 internal_error    500     mcpx failed on its own side of an upstream call (the request
                           could not be encoded): nothing was sent — names the server
 too_many_tasks    429     proto.maxTasks calls already run as tasks

@@ -12,6 +12,7 @@ from mcpx import spec
 from mcpx.config import ServerConfig, filter_notes
 
 from ._errors import OpError, unknown_server
+from ._handle_auth import auth_state
 from ._search import rank_tools
 from ._upstream_call import upstream
 
@@ -57,6 +58,8 @@ async def servers_list(ctx: OpContext, args: dict[str, Any]) -> Any:
                 "inDefaultProfile": server.in_default,
                 "filters": _filters(ctx, name, server) if server.filtered else None,
                 "scope": server.scope,
+                # An oauth server's sign-in: logged in, or login needed and why.
+                "auth": auth_state(ctx, server),
                 "protocol": server.protocol or ctx.settings["upstream.protocol"],
                 "instances": [i.status() for i in ctx.pool.instances(name)],
                 # Failing again and again: the last error, and the pause before a start.

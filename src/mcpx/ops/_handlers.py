@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mcpx.config import StateDiskFull
 
+from . import _handle_auth as auth
 from . import _handle_calls as calls
 from . import _handle_events as events
 from . import _handle_listings as listings
@@ -53,6 +54,10 @@ HANDLERS: Final[Mapping[str, Handler]] = MappingProxyType(
         "tasks_cancel": tasks.tasks_cancel,
         "log": call_log.log,
         "stats": call_log.stats,
+        "auth_status": auth.auth_status,
+        "auth_login": auth.auth_login,
+        "auth_callback": auth.auth_callback,
+        "auth_logout": auth.auth_logout,
     }
 )
 

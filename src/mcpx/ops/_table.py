@@ -53,7 +53,7 @@ class Cli:
 @dataclass(frozen=True)
 class Operation:
     name: str
-    method: Literal["GET", "POST"]
+    method: Literal["GET", "POST", "DELETE"]
     path: str
     doc: str
     handler: str  # its name in _handlers.HANDLERS: the table stays light for the CLI

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from mcpx import wire
-from mcpx.client import UpstreamError, UpstreamTimeout, offers_tasks
+from mcpx.client import UpstreamError, UpstreamTimeout, login_needed, offers_tasks
 from mcpx.config import more_verbose
 from mcpx.pool import PoolFull, UnknownServer
 from mcpx.shapes import call_result_problem, without_nulls
@@ -43,7 +43,14 @@ from ._tool_input import check_depth
 if TYPE_CHECKING:
     from ._context import OpContext
 
-__all__ = ["TRACE_KEYS", "request_for_caller", "upstream", "upstream_error"]
+__all__ = [
+    "LOGIN",
+    "TRACE_KEYS",
+    "login_needed_error",
+    "request_for_caller",
+    "upstream",
+    "upstream_error",
+]
 
 # W3C trace context in _meta: passed upstream unchanged.
 TRACE_KEYS: Final = ("traceparent", "tracestate", "baggage")
@@ -67,6 +74,14 @@ def upstream_error(server: str, exc: Exception) -> OpError | None:
 
     if isinstance(exc, UnknownServer):
         return OpError(404, "unknown_server", str(exc), {"known": exc.known})
+    if (needed := login_needed(exc)) is not None:
+        # 424: the call depends on a sign-in nobody has done (not 401/403: those are
+        # about the caller's own credentials to mcpx, which are fine).
+        command = f"mcpx auth login {needed.server}"
+        return OpError(424, "login_needed", str(needed), {"server": server, "command": command})
+    if isinstance(exc, wire.McpError) and isinstance(exc.data, dict) and LOGIN in exc.data:
+        # A task's failure, which carries the login needed as JSON-RPC error data.
+        return OpError(424, "login_needed", exc.message, {"server": server, **exc.data[LOGIN]})
     if isinstance(exc, UpstreamTimeout):
         return OpError(504, "upstream_timeout", str(exc), {"server": server})
     if isinstance(exc, PoolFull):
@@ -98,6 +113,20 @@ def upstream_error(server: str, exc: Exception) -> OpError | None:
             {"server": server, "jsonrpc": exc.to_error()},
         )
     return None
+
+
+# The JSON-RPC error data key of a call that failed on a login needed.
+LOGIN: Final = "loginNeeded"
+
+
+def login_needed_error(exc: BaseException) -> wire.McpError | None:
+    """A login needed behind ``exc`` as a JSON-RPC error that keeps saying so (a task's
+    outcome is a JSON-RPC error), else None."""
+    needed = login_needed(exc)
+    if needed is None:
+        return None
+    details = {"server": needed.server, "command": f"mcpx auth login {needed.server}"}
+    return wire.InternalError(str(needed), {LOGIN: details})
 
 
 async def request_for_caller(
@@ -140,7 +169,7 @@ async def request_for_caller(
     with (
         ctx.calls.call(server, ctx.notify, caller, ctx.log_level, ctx.asker, scope) as token,
         _reported(ctx, server, method, params) as outcome,
-        recording(ctx, server, method, params) as timing,
+        recording(ctx, server, method, params, meta) as timing,
     ):
         if timing is not None:
             # The instance first, so its wait (and start) is timed apart from the call;

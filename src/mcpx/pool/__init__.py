@@ -3,10 +3,13 @@
 from ._budget import call_budget, start_budget
 from ._errors import PoolFull, UnknownServer
 from ._instance import Instance
+from ._oauth import AuthorizerFor, OAuthWiring
 from ._pool import Pool, open_pool
 
 __all__ = [
+    "AuthorizerFor",
     "Instance",
+    "OAuthWiring",
     "Pool",
     "PoolFull",
     "UnknownServer",

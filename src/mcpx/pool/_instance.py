@@ -31,6 +31,7 @@ from mcpx.client import (
 )
 from mcpx.config import ServerConfig, Settings
 
+from ._oauth import OAuthWiring
 from ._polls import LIST_FLAGS, Poller, follow_listen, left_out, poll_interval, poll_lists
 
 __all__ = ["Instance"]
@@ -50,9 +51,11 @@ class Instance:
         cache: EraCache | None,
         hooks: Hooks,
         handler: QuestionHandler | None = None,
+        oauth: OAuthWiring | None = None,
     ) -> None:
         self.server = server
         self.scope_key = scope_key
+        self._oauth = oauth
         self.settings = settings
         self._cache = cache
         # Questions and notifications are told which instance they came from:
@@ -62,6 +65,7 @@ class Instance:
         self.session: Session | None = None
         self.state = "starting"
         self.error: str | None = None
+        self.failure: Exception | None = None  # why it failed to start (a login needed …)
         self.started_at = time.time()
         self.last_used = time.monotonic()
         self.calls = 0
@@ -94,6 +98,13 @@ class Instance:
                 handler=self._handler,
                 cache=self._cache,
                 hooks=self._hooks,
+                # The tokens of a `scope: identity` server are its caller's own.
+                oauth_store=self._oauth.store if self._oauth else None,
+                authorizer=self._oauth.authorizer(self.server, self.scope_key)
+                if self._oauth
+                else None,
+                user=self.scope_key,
+                sign_in_first=True,
             ) as session:
                 await self._set_log_level(session)
                 self.session = session
@@ -106,6 +117,7 @@ class Instance:
                 await self._hold(session)
         except Exception as exc:  # the boundary of an owned task: recorded, not raised
             self.error = str(exc) or type(exc).__name__
+            self.failure = exc
             self.state = "failed" if not started else "broken"
             log.warning("%s: %s", self.server.name, self.error)
         finally:

@@ -34,6 +34,7 @@ from mcpx.config import ServerConfig, Settings
 from ._budget import call_budget
 from ._errors import PoolFull, UnknownServer
 from ._instance import Instance
+from ._oauth import OAuthWiring
 from ._restarts import Restarts
 from ._watch import Watches
 
@@ -59,8 +60,11 @@ class Pool:
         hooks: Hooks | None = None,
         handler: QuestionHandler | None = None,
         on_ready: Callable[[str], None] | None = None,
+        oauth: OAuthWiring | None = None,
     ) -> None:
         self.servers = dict(servers)
+        # Where OAuth upstreams' tokens are kept and how a login reaches a person.
+        self.oauth = oauth
         # Told when an instance of a server becomes ready (the catalogue refreshes).
         self.on_ready = on_ready
         self.settings = settings
@@ -126,10 +130,12 @@ class Pool:
                 cache=self._cache,
                 hooks=self._hooks,
                 handler=self._handler,
+                oauth=self.oauth,
             )
             await self._tg.start(self._run, key, inst)
             if not inst.usable:
-                raise UpstreamError(f"{name} could not be started: {inst.error}")
+                # Chained: a login needed is found behind it (client.login_needed).
+                raise UpstreamError(f"{name} could not be started: {inst.error}") from inst.failure
             self._instances[key] = inst
         if self.on_ready is not None:
             self.on_ready(name)
@@ -319,10 +325,11 @@ async def open_pool(
     cache: EraCache | None = None,
     hooks: Hooks | None = None,
     handler: QuestionHandler | None = None,
+    oauth: OAuthWiring | None = None,
 ) -> AsyncIterator[Pool]:
     """A pool whose instances and reaper live for the context."""
     async with anyio.create_task_group() as tg:
-        pool = Pool(servers, settings, tg, cache=cache, hooks=hooks, handler=handler)
+        pool = Pool(servers, settings, tg, cache=cache, hooks=hooks, handler=handler, oauth=oauth)
         tg.start_soon(pool._reaper)
         try:
             yield pool

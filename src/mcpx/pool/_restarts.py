@@ -51,6 +51,7 @@ class _Failing:
     error: str
     at: float  # wall clock of the last failure
     next_start: float  # monotonic
+    cause: Exception | None = None  # the last failure (a login needed is found behind it)
 
 
 class Restarts:
@@ -73,7 +74,9 @@ class Restarts:
         pause = 0.0 if failures < 2 else min(_FIRST * 2 ** (failures - 2), cap)
         error = inst.error or inst.state
         self._failing.pop(key, None)  # re-inserted: the dict's order is the age of records
-        self._failing[key] = _Failing(failures, error, time.time(), time.monotonic() + pause)
+        self._failing[key] = _Failing(
+            failures, error, time.time(), time.monotonic() + pause, inst.failure
+        )
         while len(self._failing) > _MOST:
             del self._failing[next(iter(self._failing))]
 
@@ -88,7 +91,7 @@ class Restarts:
                 f"{key[0]}: not started again for {left:.1f}s after {failing.failures} "
                 f"failures in a row; last error: {failing.error}",
                 left,
-            )
+            ) from failing.cause
 
     def forget(self, name: str) -> None:
         """``name``'s entry changed or went: its next start is a fresh one."""

@@ -24,7 +24,9 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Final
 
 from mcpx import spec
@@ -33,7 +35,7 @@ from mcpx.config import SETTINGS, StateDiskFull
 from mcpx.wire import InternalError, McpError, MethodNotFound
 
 from ._answers import exposable_roots
-from ._broker import Broker
+from ._broker import Broker, Question, QuestionClosed
 from ._calls_in_flight import CallsInFlight, HostAsker
 from ._throttle import Throttle
 from ._undeclared import check_askable
@@ -41,10 +43,15 @@ from ._undeclared import check_askable
 if TYPE_CHECKING:
     from mcpx.pool import Pool
 
+# Told of each question settled: (server, method, answered by, outcome, asked at (wall
+# clock)); the daemon's telemetry sets it when it traces.
+OnWait = Callable[[str, str, str, str, float], None]
+
 __all__ = ["ASKABLE", "QuestionRouter", "attributed"]
 
 log = logging.getLogger("mcpx.questions")
 
+_ELICIT: Final = "elicitation/create"
 ASKABLE: Final = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
 
 
@@ -71,6 +78,7 @@ class QuestionRouter:
         self._throttle = throttle or Throttle.configured(
             {name: SETTINGS[name].default for name in ("proto.questionsOpen", "proto.questionRate")}
         )
+        self.on_wait: OnWait | None = None
 
     def capabilities(self, revision: str) -> dict[str, Any]:
         """What mcpx declares upstream, in ``revision``'s terms: it can always answer
@@ -94,20 +102,57 @@ class QuestionRouter:
             raise MethodNotFound(f"mcpx does not answer {method}")
         check_askable(method, params, self.capabilities(asked.revision))
         shown = _shown(method, params, asked.server)
-        with self._throttle.asking(asked.server, method):
+        waited = _Waited(self.on_wait, asked.server, method)
+        with self._throttle.asking(asked.server, method), waited:
             owner = self._owner(asked.server, asked.scope)
             if owner is not None and owner.can(method, shown):
                 log.info("%s asks its caller: %s", asked.server, method)
+                waited.by = "host"
                 result = await owner.ask(method, shown)
             elif method == "roots/list":
+                waited.by = "mcpx"
                 result = {"roots": []}
             else:
-                result = await self._brokered(method, shown, asked)
+                waited.by = "broker"
+                result = await self._brokered(method, shown, asked, waited)
+            waited.outcome = waited.outcome or _outcome(result)
         # A host's roots are checked too: the upstream gets only what may be exposed.
         return exposable_roots(result, asked.server) if method == "roots/list" else result
 
+    def caller_can(self, server: str, scope: str, method: str, params: dict[str, Any]) -> bool:
+        """Whether the one call in flight on the instance (``server``, ``scope``) has a
+        host that can be asked ``method`` itself (an OAuth login's url elicitation)."""
+        owner = self._owner(server, scope)
+        return owner is not None and owner.can(method, _shown(method, params, server))
+
+    def hold(
+        self, server: str, params: dict[str, Any], *, identity: str | None, ttl: float
+    ) -> Question:
+        """Keep a URL-mode elicitation nobody present can answer in the broker, without
+        waiting on it (an OAuth login: the daemon's callback closes it)."""
+        shown = _shown(_ELICIT, params, server)
+        routing = "broker: an OAuth sign-in nobody present could do"
+        question = self._broker.ask(
+            server, _ELICIT, shown, identity=identity, routing=routing, ttl=ttl
+        )
+        log.info("%s needs a sign-in; held by the broker as %s", server, question.id)
+        return question
+
+    def held(self, qid: str) -> Question | None:
+        """The broker's question ``qid``, if it is there."""
+        return self._broker.get(qid)
+
+    def done_with(self, qid: str) -> None:
+        """What ``hold`` kept was done another way: answered, if it is still open."""
+        with suppress(QuestionClosed, StateDiskFull):  # closed meanwhile; or it expires
+            self._broker.answer(qid, {})
+
     async def _brokered(
-        self, method: str, shown: dict[str, Any], asked: QuestionOrigin
+        self,
+        method: str,
+        shown: dict[str, Any],
+        asked: QuestionOrigin,
+        waited: _Waited,
     ) -> dict[str, Any]:
         try:
             question = self._broker.ask(
@@ -131,10 +176,14 @@ class QuestionRouter:
             if not self._closing():
                 self._broker.withdraw(question.id)
             raise
+        settled = self._broker.get(question.id)
+        if settled is not None and settled.state == "expired":
+            waited.outcome = "expired"
         if method != "elicitation/create" and outcome.get("action") in ("decline", "cancel"):
             # Only an elicitation has an action; declining anything else is an error
             # (the spec's example for a user who rejected sampling uses -1).
             how = "declined" if outcome["action"] == "decline" else "dismissed (cancel)"
+            waited.outcome = waited.outcome or _outcome(outcome)
             raise McpError(f"{method} was {how} through mcpx's broker", code=-1)
         return outcome
 
@@ -156,3 +205,29 @@ def _shown(method: str, params: dict[str, Any], server: str) -> dict[str, Any]:
     if method == "elicitation/create" and "message" in params:
         return {**params, "message": attributed(params["message"], server)}
     return params
+
+
+def _outcome(result: dict[str, Any]) -> str:
+    action = result.get("action")
+    return {"decline": "declined", "cancel": "cancelled"}.get(str(action), "answered")
+
+
+class _Waited:
+    """One question's wait, told to ``on_wait`` when it is settled (or failed)."""
+
+    __slots__ = ("by", "method", "on_wait", "outcome", "server", "started")
+
+    def __init__(self, on_wait: OnWait | None, server: str, method: str) -> None:
+        self.on_wait, self.server, self.method = on_wait, server, method
+        self.started = time.time()
+        self.by = "nobody"
+        self.outcome: str | None = None
+
+    def __enter__(self) -> _Waited:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.on_wait is None:
+            return
+        outcome = self.outcome if self.outcome is not None else "failed"
+        self.on_wait(self.server, self.method, self.by, outcome, self.started)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
@@ -114,14 +115,25 @@ async def dispatch(
         return None
     request_id = frame["id"]
     judged: list[str] = []
-    try:
-        result = await _answer(frame, conn, ctx, settings, headers, judged, notify, ask)
-        reply = wire.result(request_id, result)
-    except McpError as exc:
-        reply = wire.error(request_id, _for_revision(exc, judged[-1] if judged else None))
-    except Exception as exc:  # a defect: still an answer, and the session goes on
-        log.exception("request failed: %s", frame.get("method"))
-        reply = wire.error(request_id, InternalError(f"internal error: {exc}"))
+    telemetry = ctx.telemetry
+    # The SERVER span and the request's duration (mcpx.ops Telemetry); none without it.
+    with (
+        telemetry.serving(frame, conn.transport, request_id)
+        if telemetry is not None
+        else nullcontext()
+    ) as served:
+        try:
+            result = await _answer(frame, conn, ctx, settings, headers, judged, notify, ask)
+            reply = wire.result(request_id, result)
+        except McpError as exc:
+            reply = wire.error(request_id, _for_revision(exc, judged[-1] if judged else None))
+        except Exception as exc:  # a defect: still an answer, and the session goes on
+            log.exception("request failed: %s", frame.get("method"))
+            reply = wire.error(request_id, InternalError(f"internal error: {exc}"))
+        if served is not None:
+            rev = judged[-1] if judged else conn.revision
+            # A 2026-07-28 request has no session, whatever the connection had.
+            served.answered(reply, rev, None if rev in MODERN else conn.session_id)
     if ctx.trace is not None:
         method = frame.get("method")
         answering = method if isinstance(method, str) else None

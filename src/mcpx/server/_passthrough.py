@@ -194,6 +194,9 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
         ours = upstream_error(server, exc)
         if ours is None:
             raise
+        if ours.code == "login_needed" and method == "tools/call":
+            # A model can act on a tool error: it says what to run.
+            return {"content": [{"type": "text", "text": ours.message}], "isError": True}
         raise InternalError(f"{server}: {ours.message}", _ours(server)) from exc
 
 
