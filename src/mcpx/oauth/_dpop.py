@@ -27,6 +27,8 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
+from mcpx.transport import origin_of
+
 __all__ = ["DPoPProver", "access_token_hash", "dpop_post", "htu_of", "nonce_challenge"]
 
 ALGORITHM: Final = "ES256"
@@ -47,18 +49,13 @@ def access_token_hash(access_token: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-def _origin(url: str | httpx.URL) -> str:
-    parsed = httpx.URL(url)
-    return f"{parsed.scheme}://{parsed.netloc.decode('ascii').lower()}"
-
-
 class DPoPProver:
     """One client's DPoP key, its proofs, and the nonces servers handed it."""
 
     def __init__(self) -> None:
         self._key = ec.generate_private_key(ec.SECP256R1())
         self.public_jwk: dict[str, Any] = ECAlgorithm.to_jwk(self._key.public_key(), as_dict=True)
-        self._nonces: dict[str, str] = {}
+        self._nonces: dict[tuple[str, str, int | None], str] = {}
 
     def __repr__(self) -> str:
         return f"DPoPProver(kty=EC, crv=P-256, nonces={len(self._nonces)})"
@@ -79,14 +76,14 @@ class DPoPProver:
         }
         if access_token is not None:
             claims["ath"] = access_token_hash(access_token)
-        nonce = self._nonces.get(_origin(url))
+        nonce = self._nonces.get(origin_of(httpx.URL(url)))
         if nonce is not None:
             claims["nonce"] = nonce
         headers = {"typ": "dpop+jwt", "jwk": self.public_jwk}
         return jwt.encode(claims, self._key, algorithm=ALGORITHM, headers=headers)
 
     def nonce_for(self, url: str | httpx.URL) -> str | None:
-        return self._nonces.get(_origin(url))
+        return self._nonces.get(origin_of(httpx.URL(url)))
 
     def remember(self, response: httpx.Response) -> bool:
         """Keeps the nonce a response hands over (§8.2 / §9: any answer may); True when
@@ -94,7 +91,7 @@ class DPoPProver:
         nonce = response.headers.get("DPoP-Nonce")
         if not nonce:
             return False
-        origin = _origin(response.request.url)
+        origin = origin_of(response.request.url)
         if self._nonces.get(origin) == nonce:
             return False
         self._nonces[origin] = nonce

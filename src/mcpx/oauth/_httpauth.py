@@ -15,6 +15,8 @@ from typing import Protocol
 
 import httpx
 
+from mcpx.transport import origin_of
+
 from ._challenge import Challenge, parse_challenge
 from ._dpop import DPoPProver, nonce_challenge
 
@@ -35,15 +37,10 @@ class Flow(Protocol):
     def dpop_bound(self, token: str) -> bool: ...
 
 
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    default = {"http": 80, "https": 443}.get(url.scheme)
-    return (url.scheme, url.host.lower(), url.port or default)
-
-
 class OAuthAuth(httpx.Auth):
     def __init__(self, client: Flow) -> None:
         self._client = client
-        self._origin = _origin(httpx.URL(client.url))
+        self._origin = origin_of(httpx.URL(client.url))
 
     def sync_auth_flow(self, request: httpx.Request):  # type: ignore[no-untyped-def]
         raise RuntimeError("mcpx's OAuth needs an async httpx client")
@@ -51,7 +48,7 @@ class OAuthAuth(httpx.Auth):
     async def async_auth_flow(
         self, request: httpx.Request
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        if _origin(request.url) != self._origin:
+        if origin_of(request.url) != self._origin:
             yield request  # another origin never sees the token
             return
         sent = await self._client.bearer()

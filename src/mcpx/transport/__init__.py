@@ -28,7 +28,7 @@ from ._base import (
 )
 from ._groups import reap_groups, recording_groups
 from ._http import StreamableHttpTransport, open_streamable_http
-from ._http_client import RedirectRefused, http_client
+from ._http_client import RedirectRefused, http_client, origin_of
 from ._http_stream import AuthFailed, ExchangeFailed
 from ._legacy_sse import LegacySseTransport, open_legacy_sse
 from ._pipes import PipeReceiveStream, PipeSendStream, can_write_descriptors
@@ -61,6 +61,7 @@ __all__ = [
     "open_legacy_sse",
     "open_stdio",
     "open_streamable_http",
+    "origin_of",
     "reap_groups",
     "recording_groups",
 ]
