@@ -93,12 +93,14 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def mcpx_daemon(servers: dict[str, Any], work: Path) -> Iterator[dict[str, Any]]:
+def mcpx_daemon(
+    servers: dict[str, Any], work: Path, settings: dict[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
     """A daemon on ``<work>/state`` with its unix socket and a 127.0.0.1 port."""
     work.mkdir(parents=True, exist_ok=True)
     state = work / "state"
     config = work / ".mcpx.json"
-    config.write_text(json.dumps({"mcpServers": servers}))
+    config.write_text(json.dumps({"mcpServers": servers, "settings": settings or {}}))
     argv = [PY, "-m", "mcpx", "daemon", "--state-dir", str(state), "--config", str(config)]
     argv += ["--port", "0", "--address", LOOPBACK]
     proc = subprocess.Popen(argv, env=clean_env(), start_new_session=True)

@@ -29,6 +29,7 @@ LAYERS: Final = (
     "demo",
     "server",
     "ops",
+    "exec",
     "questions",
     "tasks",
     "pool",

@@ -99,11 +99,11 @@ def test_serve_passthrough_is_this_hosts_own(daemon: Daemon, tmp_path: Any) -> N
         plain.initialize(REV)
         names = [t["name"] for t in through.request(1, "tools/list")["result"]["tools"]]
         assert names[:5] == ["add", "echo", "now", "readme", "slow"]
-        assert names[5:] == ["mcpx_call", "mcpx_servers", "mcpx_search_tools"]
+        assert names[5:] == ["mcpx_call", "mcpx_exec", "mcpx_servers", "mcpx_search_tools"]
         done = through.request(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
         assert done["result"]["content"][0]["text"] == "hi"
         plain_names = [t["name"] for t in plain.request(1, "tools/list")["result"]["tools"]]
-        assert plain_names == ["mcpx_call", "mcpx_servers", "mcpx_search_tools"]
+        assert plain_names == ["mcpx_call", "mcpx_exec", "mcpx_servers", "mcpx_search_tools"]
     # Relayed (stdin a file: nothing to hand off), the option travels the same way.
     script = tmp_path / "in.jsonl"
     init = {

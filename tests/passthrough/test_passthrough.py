@@ -17,7 +17,7 @@ from support.daemon import Daemon, running_daemon, sdk_entry
 from support.peers import StdioPeer, everything_server_command, stdio_peer, time_server_command
 
 REV = "2025-11-25"
-GATEWAY = ["mcpx_call", "mcpx_servers", "mcpx_search_tools"]
+GATEWAY = ["mcpx_call", "mcpx_exec", "mcpx_servers", "mcpx_search_tools"]
 
 
 def _entry(argv: list[str]) -> dict[str, Any]:

@@ -67,7 +67,8 @@ def test_a_task_augmented_call_runs_as_a_task(daemon: Daemon, transport: str) ->
     seen = _host(daemon, transport)
     assert seen["protocolVersion"] == "2025-11-25"
     assert seen["capabilities"]["tasks"] == CORE_TASKS
-    assert seen["execution"] == {"mcpx_call": {"taskSupport": "optional"}}
+    optional = {"taskSupport": "optional"}
+    assert seen["execution"] == {"mcpx_call": optional, "mcpx_exec": optional}
 
     task = seen["created"]["task"]
     first, long, failing = seen["ids"]

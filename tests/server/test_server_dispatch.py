@@ -102,7 +102,12 @@ def _text(result: dict[str, Any]) -> str:
 async def test_tools_are_mcpx_own_in_a_fixed_order(rev: str, sent_frames: FrameLog) -> None:
     async with host(rev, sent_frames) as peer:
         tools = (await peer.result("tools/list"))["tools"]
-        assert [t["name"] for t in tools] == ["mcpx_call", "mcpx_servers", "mcpx_search_tools"]
+        assert [t["name"] for t in tools] == [
+            "mcpx_call",
+            "mcpx_exec",
+            "mcpx_servers",
+            "mcpx_search_tools",
+        ]
         assert all(t["inputSchema"]["type"] == "object" for t in tools)
         call = tools[0]["inputSchema"]
         assert set(call["required"]) == {"server", "tool"}
@@ -202,7 +207,7 @@ async def test_pagination_and_cursors(rev: str, sent_frames: FrameLog) -> None:
         first = await peer.result("tools/list")
         assert len(first["tools"]) == 2
         rest = await peer.result("tools/list", {"cursor": first["nextCursor"]})
-        assert [t["name"] for t in rest["tools"]] == ["mcpx_search_tools"]
+        assert [t["name"] for t in rest["tools"]] == ["mcpx_servers", "mcpx_search_tools"]
         assert "nextCursor" not in rest
         junk = base64.urlsafe_b64encode(b"99").decode()
         for cursor in ("not a cursor", junk):

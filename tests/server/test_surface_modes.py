@@ -104,7 +104,13 @@ def test_full_lists_every_tool_in_reach_prefixed_and_calls_it_by_that_name(
     names = _names(peer)
     assert {"demo_echo", "demo_add", "demo_now"} <= set(names)
     assert not [n for n in names if n.startswith("ops_")]  # not in the default profile
-    assert names[-4:] == ["mcpx_call", "mcpx_servers", "mcpx_search_tools", "mcpx_describe"]
+    assert names[-5:] == [
+        "mcpx_call",
+        "mcpx_exec",
+        "mcpx_servers",
+        "mcpx_search_tools",
+        "mcpx_describe",
+    ]
     called = _result(peer, "tools/call", {"name": "demo_echo", "arguments": {"text": "hi"}})
     assert not called.get("isError") and "hi" in called["content"][0]["text"]
     reply = peer.request(next(_ids), "tools/call", {"name": "ops_echo", "arguments": {}})

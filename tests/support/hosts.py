@@ -58,7 +58,7 @@ SERVE_COMMAND: tuple[str, ...] = (sys.executable, "-m", "mcpx", "serve")
 # URI percent-encoded whole (README: mcpx://<server>/<percent-encoded uri>).
 DEMO_README = "demo://readme"
 README_URI = "mcpx://demo/" + quote(DEMO_README, safe="")
-GATEWAY_TOOLS = {"mcpx_call", "mcpx_servers", "mcpx_search_tools"}
+GATEWAY_TOOLS = {"mcpx_call", "mcpx_exec", "mcpx_servers", "mcpx_search_tools"}
 PROMPT = "demo_hello"
 PROMPT_ARGS = {"name": "Ada"}
 ECHO_TEXT = "hi"

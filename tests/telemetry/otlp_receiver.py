@@ -42,11 +42,14 @@ def _attrs(kvs: Any) -> dict[str, Any]:
 
 @dataclass
 class Receiver:
-    """What the receiver was sent: spans, and every histogram data point exported."""
+    """What the receiver was sent: spans, every histogram data point exported, and
+    every gauge and sum data point."""
 
     url: str = ""
     spans: list[dict[str, Any]] = field(default_factory=list)
     histograms: list[dict[str, Any]] = field(default_factory=list)
+    numbers: list[dict[str, Any]] = field(default_factory=list)
+    exports: int = 0  # metric export requests taken: a point's "export" is its number
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def span_list(self) -> list[dict[str, Any]]:
@@ -56,6 +59,17 @@ class Receiver:
     def histogram_points(self, name: str) -> list[dict[str, Any]]:
         with self.lock:
             return [h for h in self.histograms if h["name"] == name]
+
+    def number_points(self, name: str) -> list[dict[str, Any]]:
+        """A gauge's or sum's data points, oldest first."""
+        with self.lock:
+            return [n for n in self.numbers if n["name"] == name]
+
+    def newest_numbers(self, name: str) -> list[dict[str, Any]]:
+        """A gauge's or sum's data points in the newest export that had it (an
+        attribute set no longer observed is in none after it)."""
+        points = self.number_points(name)
+        return [p for p in points if p["export"] == points[-1]["export"]] if points else []
 
     def take_traces(self, body: bytes) -> bytes:
         request = ExportTraceServiceRequest.FromString(body)
@@ -73,6 +87,12 @@ class Receiver:
                         "attrs": _attrs(s.attributes),
                         "status": s.status.code,
                         "events": [e.name for e in s.events],
+                        "event_details": [
+                            {"name": e.name, "attrs": _attrs(e.attributes), "at": e.time_unix_nano}
+                            for e in s.events
+                        ],
+                        "start": s.start_time_unix_nano,
+                        "end": s.end_time_unix_nano,
                     }
                     with self.lock:
                         self.spans.append(span)
@@ -80,10 +100,16 @@ class Receiver:
 
     def take_metrics(self, body: bytes) -> bytes:
         request = ExportMetricsServiceRequest.FromString(body)
+        with self.lock:
+            self.exports += 1
+            export = self.exports
         for rm in request.resource_metrics:
             for sm in rm.scope_metrics:
                 for m in sm.metrics:
-                    if m.WhichOneof("data") != "histogram":
+                    kind = m.WhichOneof("data")
+                    if kind in ("gauge", "sum"):
+                        self._take_numbers(m.name, m.unit, getattr(m, kind).data_points, export)
+                    if kind != "histogram":
                         continue
                     for p in m.histogram.data_points:
                         point = {
@@ -96,6 +122,14 @@ class Receiver:
                         with self.lock:
                             self.histograms.append(point)
         return ExportMetricsServiceResponse().SerializeToString()
+
+    def _take_numbers(self, name: str, unit: str, points: Any, export: int) -> None:
+        for p in points:
+            value = p.as_int if p.WhichOneof("value") == "as_int" else p.as_double
+            point = {"name": name, "unit": unit, "attrs": _attrs(p.attributes), "value": value}
+            point["export"] = export
+            with self.lock:
+                self.numbers.append(point)
 
 
 @contextmanager

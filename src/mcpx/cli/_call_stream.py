@@ -12,16 +12,21 @@ from __future__ import annotations
 import http.client
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import click
 
-from ._daemon import DaemonClient
+from mcpx.ops import TASK_NOTE
+
+from ._daemon import DaemonClient, Waiting
 from ._http import Reply
 
 __all__ = ["EX_TEMPFAIL", "parked", "streamed_call"]
 
 EX_TEMPFAIL = 75  # sysexits.h: try again later (after answering)
+EX_INTERRUPTED = 130  # as a shell reports a command ended by SIGINT
 
 _NDJSON = "application/x-ndjson"
 
@@ -70,7 +75,11 @@ def streamed_call(client: DaemonClient, method: str, path: str, body: Any) -> Re
     headers = {"Accept": f"application/json, {_NDJSON}", "Mcpx-Questions": "return"}
     bar = _Bar()
     stream = client.http().stream(method, path, json_body=body, headers=headers)
-    with client.answering(), stream as response:
+    with (
+        client.answering() as waiting,
+        stream as response,
+        _cancelled_on_interrupt(client, waiting),
+    ):
         try:
             if _NDJSON not in (response.getheader("content-type") or ""):
                 return Reply(response.status, response.read().decode("utf-8", "replace"))
@@ -86,7 +95,9 @@ def streamed_call(client: DaemonClient, method: str, path: str, body: Any) -> Re
                 if not isinstance(note, dict):
                     last = line
                     continue
-                if note.get("method") == "notifications/progress":
+                if note.get("method") == TASK_NOTE:
+                    waiting.task = str((note.get("params") or {}).get("taskId"))
+                elif note.get("method") == "notifications/progress":
                     bar.update(note.get("params") or {})
                 elif note.get("method") == "notifications/message":
                     _log(note.get("params") or {})
@@ -95,6 +106,20 @@ def streamed_call(client: DaemonClient, method: str, path: str, body: Any) -> Re
             return Reply(_status_of(last, response.status), last)
         finally:
             bar.close()
+
+
+@contextmanager
+def _cancelled_on_interrupt(client: DaemonClient, waiting: Waiting) -> Iterator[None]:
+    """Ctrl-C ends the call, not only this command: the daemon runs it as a task, which
+    would go on without anyone; it is cancelled (a script's processes die with it)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if waiting.task is not None:
+            with suppress(OSError, http.client.HTTPException):
+                client.http().request("POST", f"/v1/tasks/{waiting.task}/cancel", timeout=10)
+            click.echo(f"mcpx: interrupted; task {waiting.task} cancelled", err=True)
+        raise SystemExit(EX_INTERRUPTED) from None
 
 
 def _status_of(last: str, streamed: int) -> int:

@@ -10,6 +10,10 @@ refused to start) reaches the command's stderr: it is written to
 ``<state>/daemon.stderr`` (a file, not a pipe: the daemon outlives the command, and a
 pipe nobody reads would fail its later writes) and shown once the daemon is up or gone.
 
+With ``daemon.endpoint`` set, every command talks to that daemon instead (``_endpoint``,
+``_remote``): it is never replaced by a local one, and ``stop``/``restart`` act on it only
+with ``--remote``.
+
 A daemon that goes away before it answers (killed, crashed: the connection ends with no
 whole answer) ends the command with one line saying so and ``EX_DAEMON_GONE`` (6), as an
 error reply ends it (``_views.fail_reply``); never a traceback.
@@ -28,6 +32,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +50,11 @@ from mcpx.daemon import EX_STATE_FULL, DaemonPaths, demo_server
 from mcpx.ops import CLI_AGENT, PROFILE_HEADER
 
 from ._context import Loaded, load_settings, settings_options
-from ._http import Reply, UnixHttp
+from ._endpoint import Endpoint, parse_endpoint
+from ._http import DaemonHttp, Reply, UnixHttp
+from ._remote import Remote, missing_route, reach, refuse_unremote, run_remote
 
-__all__ = ["EX_DAEMON_GONE", "DaemonClient", "alive", "daemon_commands", "servers_for"]
+__all__ = ["EX_DAEMON_GONE", "DaemonClient", "Waiting", "alive", "daemon_commands", "servers_for"]
 
 EX_DAEMON_GONE = 6  # the daemon went away before answering (killed, crashed)
 
@@ -95,29 +102,56 @@ def alive(pid: int) -> bool:
     return stat_line.rpartition(")")[2].split()[:1] != ["Z"]
 
 
-class DaemonClient:
-    """Talks to the daemon over its unix socket, starting it when needed."""
+@dataclass
+class Waiting:
+    """What a command waiting for an answer knows: the task its call is, once told."""
 
-    def __init__(self, loaded: Loaded, *, profile: str | None = None) -> None:
+    task: str | None = None
+
+
+class DaemonClient:
+    """Talks to the daemon over its unix socket, starting it when needed; or to the
+    configured ``daemon.endpoint`` (never started, never replaced). ``local``: this state
+    dir's daemon whatever the endpoint (``mcpx bridge`` on the far side of one)."""
+
+    def __init__(self, loaded: Loaded, *, profile: str | None = None, local: bool = False) -> None:
         self.loaded = loaded
         self.paths = DaemonPaths(state_dir(loaded.settings))
         # Every request asks as a host of this profile would see (None: everything).
         self.profile = profile
+        configured = "" if local else str(loaded.settings["daemon.endpoint"])
+        self.endpoint: Endpoint | None = parse_endpoint(configured)
+        self._remote: Remote | None = None
+
+    def remote(self) -> Remote:
+        """The configured daemon, reached once for the command (exit 5 if it cannot be)."""
+        assert self.endpoint is not None
+        if self._remote is None:
+            self._remote = reach(self.endpoint, self.loaded.settings)
+        return self._remote
 
     def info(self) -> dict[str, Any] | None:
+        if self.endpoint is not None:
+            return self.remote().facts()
         try:
             info: dict[str, Any] = json.loads(self.paths.info.read_text())
         except (OSError, ValueError):
             return None
         return info if alive(int(info.get("pid", 0))) else None
 
-    def http(self) -> UnixHttp:
+    def http(self) -> DaemonHttp:
         headers = {"User-Agent": f"{CLI_AGENT}{__version__}"}  # the call log's door: cli
         if self.profile:
             headers[PROFILE_HEADER] = self.profile
+        if self.endpoint is not None:
+            link = self.remote().link
+            return DaemonHttp(link.connect, headers={**headers, **link.headers()})
         return UnixHttp(str(self.paths.socket), headers=headers)
 
     def healthy(self) -> bool:
+        if self.endpoint is not None:
+            self.remote()  # answers, or the command ends saying why
+            return True
         if self.info() is None:
             return False
         try:
@@ -133,7 +167,7 @@ class DaemonClient:
         no daemon at once, one starts it and the others wait for it and use it.
         """
         if self.healthy():
-            return
+            return  # a configured endpoint is healthy here or has ended the command
         self.paths.state.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.paths.starting, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -186,28 +220,44 @@ class DaemonClient:
         about, named if the daemon goes away before answering."""
         self.ensure()
         with self.answering(task), _Progress(f"{method} {path}"):
-            return self.http().request(method, path, **kw)
+            reply = self.http().request(method, path, **kw)
+        if self._remote is not None:
+            missing_route(self._remote, method, path, reply)
+        return reply
 
     @contextmanager
-    def answering(self, task: str | None = None) -> Iterator[None]:
+    def answering(self, task: str | None = None) -> Iterator[Waiting]:
         """Waiting for the daemon's answer (it ran on entry): a connection that fails or
-        ends before a whole answer means the daemon went away. Said in one line on
-        stderr, naming ``task`` if the call is one, and the command ends with
-        ``EX_DAEMON_GONE``."""
+        ends before a whole answer means the daemon went away (a remote one: the
+        connection to it ended). Said in one line on stderr, naming the task the call is
+        (``task``, or one the caller learns meanwhile: ``Waiting.task``), and the command
+        ends with ``EX_DAEMON_GONE``."""
         info = self.info()
-        pid = int(info["pid"]) if info else None
+        pid = int(info["pid"]) if info and info.get("pid") else None
+        waiting = Waiting(task)
         try:
-            yield
+            yield waiting
         except (OSError, http.client.HTTPException):
-            who = "the daemon" if pid is None else f"the daemon (pid {pid})"
-            said = f"mcpx: {who} went away before answering"
+            click.echo(self._gone(pid, waiting.task), err=True)
+            raise SystemExit(EX_DAEMON_GONE) from None
+
+    def _gone(self, pid: int | None, task: str | None) -> str:
+        who = "the daemon" if pid is None else f"the daemon (pid {pid})"
+        if self.endpoint is not None:
+            said = f"mcpx: the connection to {who} at {self.endpoint.text} ended before it answered"
             if task is not None:
                 said += (
-                    f" about task {task}; once a daemon runs again, "
-                    f"`mcpx task show {task}` says how the task ended"
+                    f"; the call goes on there as task {task}: `mcpx task result {task}` "
+                    "collects it once the daemon is reachable again"
                 )
-            click.echo(said, err=True)
-            raise SystemExit(EX_DAEMON_GONE) from None
+            return said
+        said = f"mcpx: {who} went away before answering"
+        if task is not None:
+            said += (
+                f" about task {task}; once a daemon runs again, "
+                f"`mcpx task show {task}` says how the task ended"
+            )
+        return said
 
     def stop(self, *, restart: bool = False) -> int | None:
         """Stop the daemon, if it runs; its pid. For a ``restart``, the ``mcpx serve``
@@ -309,6 +359,9 @@ def daemon_command(**params: Any) -> None:
 def status_command(as_json: bool, **params: Any) -> None:
     """Whether the daemon runs: pid, socket, url (exit status 3 when it does not)."""
     client = DaemonClient(load_settings(params))
+    if client.endpoint is not None:
+        _remote_status(client.remote().facts(), as_json)
+        return
     info = client.info() if client.healthy() else None
     if as_json:
         click.echo(json.dumps({"running": info is not None, **(info or {})}))
@@ -320,19 +373,56 @@ def status_command(as_json: bool, **params: Any) -> None:
         raise SystemExit(3)
 
 
+def _remote_status(facts: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"running": True, **facts}))
+        return
+    said = [f"mcpx {facts.get('version') or '(version unknown)'}"]
+    said += [f"{key} {facts[key]}" for key in ("pid", "socket") if facts.get(key)]
+    click.echo(f"running: the daemon at {facts['endpoint']} ({', '.join(said)})")
+
+
+_REMOTE = click.option(
+    "--remote", is_flag=True, help="With daemon.endpoint set: act on that daemon (required)."
+)
+
+
+def _configured(loaded: Loaded, remote: bool, what: str) -> DaemonClient:
+    """The client for stop/restart; a configured endpoint is acted on only with --remote:
+    unix:// here by its pid (the socket is on this machine), the rest there."""
+    client = DaemonClient(loaded)
+    endpoint = client.endpoint
+    if endpoint is None:
+        return client
+    if not remote:
+        refuse_unremote(endpoint, what)
+    if endpoint.remote:
+        run_remote(endpoint, loaded.settings, what)
+    if what == "restart":
+        raise click.UsageError(
+            f"restart the daemon at {endpoint.text} where it was started, with its config: "
+            f"mcpx restart --state-dir {Path(endpoint.path).parent}"
+        )
+    local = DaemonClient(loaded, local=True)
+    local.paths = DaemonPaths(Path(endpoint.path).parent)
+    return local
+
+
 @click.command("stop")
+@_REMOTE
 @settings_options
-def stop_command(**params: Any) -> None:
+def stop_command(remote: bool, **params: Any) -> None:
     """Stop the daemon (its upstream servers end with it)."""
-    pid = DaemonClient(load_settings(params)).stop()
+    pid = _configured(load_settings(params), remote, "stop").stop()
     click.echo(f"stopped the daemon (pid {pid})" if pid else "the daemon was not running")
 
 
 @click.command("restart")
+@_REMOTE
 @settings_options
-def restart_command(**params: Any) -> None:
+def restart_command(remote: bool, **params: Any) -> None:
     """Stop the daemon if it runs, and start it again."""
-    client = DaemonClient(load_settings(params))
+    client = _configured(load_settings(params), remote, "restart")
     client.stop(restart=True)
     client.ensure()
     info = client.info() or {}

@@ -1,8 +1,9 @@
-"""A small HTTP client over the daemon's unix socket, on the standard library.
+"""A small HTTP client to the daemon, on the standard library.
 
 The CLI's every command talks to the daemon; ``http.client`` over ``AF_UNIX``
 costs nothing to import, where a full HTTP client library costs each start
-tens of milliseconds.
+tens of milliseconds. The connection is made by a ``Connect`` function: the daemon's
+unix socket (``unix_connect``), or what a ``daemon.endpoint`` names (``_endpoint``).
 """
 
 from __future__ import annotations
@@ -10,16 +11,19 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-__all__ = ["Reply", "UnixHttp"]
+__all__ = ["Connect", "DaemonHttp", "Reply", "UnixConnection", "UnixHttp"]
+
+# A new connection to the daemon, with this timeout (None: none); nothing sent yet.
+Connect = Callable[[float | None], http.client.HTTPConnection]
 
 
-class _UnixConnection(http.client.HTTPConnection):
+class UnixConnection(http.client.HTTPConnection):
     def __init__(self, path: str, timeout: float | None) -> None:
         super().__init__("mcpx", timeout=timeout)
         self._path = path
@@ -40,11 +44,11 @@ class Reply:
         return json.loads(self.text)
 
 
-class UnixHttp:
+class DaemonHttp:
     def __init__(
-        self, path: str, timeout: float | None = None, headers: dict[str, str] | None = None
+        self, connect: Connect, timeout: float | None = None, headers: dict[str, str] | None = None
     ) -> None:
-        self.path = path
+        self.connect = connect
         self.timeout = timeout
         # Sent with every request (Mcpx-Profile).
         self.headers = headers or {}
@@ -69,7 +73,7 @@ class UnixHttp:
         headers = dict(self.headers)
         if body is not None:
             headers["Content-Type"] = "application/json"
-        conn = _UnixConnection(self.path, timeout if timeout is not None else self.timeout)
+        conn = self.connect(timeout if timeout is not None else self.timeout)
         try:
             conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
@@ -98,9 +102,19 @@ class UnixHttp:
         sent = {**self.headers, **(headers or {})}
         if body is not None:
             sent["Content-Type"] = "application/json"
-        conn = _UnixConnection(self.path, None)
+        conn = self.connect(None)
         try:
             conn.request(method, path, body=body, headers=sent)
             yield conn.getresponse()
         finally:
             conn.close()
+
+
+class UnixHttp(DaemonHttp):
+    """The daemon on its unix socket at ``path``."""
+
+    def __init__(
+        self, path: str, timeout: float | None = None, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(lambda limit: UnixConnection(path, limit), timeout, headers)
+        self.path = path

@@ -8,9 +8,12 @@ from mcpx import __version__
 
 from ._add import edit_commands
 from ._auth import auth_group
+from ._bridge import bridge_command
 from ._daemon import daemon_commands
 from ._doctor import doctor_command
 from ._elicit import elicit_group
+from ._exec import exec_command, run_command, scripts_command
+from ._gen import gen_group
 from ._import import import_command
 from ._install_host import install_host_command
 from ._log import log_command, stats_command
@@ -42,11 +45,16 @@ cli.add_command(serve_command)
 cli.add_command(elicit_group)
 cli.add_command(auth_group)
 cli.add_command(task_group)
+cli.add_command(gen_group)
 cli.add_command(import_command)
 cli.add_command(install_host_command)
 cli.add_command(log_command)
 cli.add_command(doctor_command)
 cli.add_command(stats_command)
+cli.add_command(bridge_command)
+cli.add_command(exec_command)
+cli.add_command(run_command)
+cli.add_command(scripts_command)
 for command in (*daemon_commands(), *op_commands(), *edit_commands()):
     cli.add_command(command)
 

@@ -43,6 +43,7 @@ import click
 
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient, alive, check_profile, servers_for
+from ._endpoint import parse_endpoint
 
 __all__ = ["HANDOFF", "carry_lines", "handoff", "serve_command", "serve_stdio"]
 
@@ -171,6 +172,10 @@ def carry_lines(sock: socket.socket) -> None:
 def serve_command(transport: str, profile: str | None, **params: Any) -> None:
     """Serve MCP on stdio, through the daemon (started if needed)."""
     loaded = load_settings(params)
+    if endpoint := parse_endpoint(str(loaded.settings["daemon.endpoint"])):
+        from ._serve_remote import serve_remote  # only for a daemon elsewhere
+
+        return serve_remote(loaded.settings, endpoint, transport, profile, serve_stdio)
     servers = servers_for(loaded)
     if profile is not None:
         check_profile(servers, profile, "--profile")

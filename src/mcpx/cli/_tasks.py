@@ -18,6 +18,7 @@ import click
 from ._call_stream import EX_TEMPFAIL
 from ._context import load_settings, settings_options
 from ._daemon import DaemonClient
+from ._exec import show_run
 from ._http import Reply
 from ._views import fail_reply, show_response
 
@@ -67,7 +68,10 @@ def result(task_id: str, wait: float, as_json: bool, **params: object) -> None:
         click.echo(json.dumps(doc, indent=2) if as_json else f"task {task_id}: {doc['status']}")
         click.echo(f"mcpx: task {task_id} is still running; try again later", err=True)
         raise SystemExit(EX_TEMPFAIL)
-    show_response("call", response.json(), as_json)
+    doc = response.json()
+    if isinstance(doc, dict) and "exitCode" in doc and "run" in doc:
+        show_run(doc, as_json)  # a script's run (mcpx exec that stopped on a question)
+    show_response("call", doc, as_json)
 
 
 @task_group.command("show")

@@ -24,6 +24,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -54,6 +55,13 @@ class Negotiated:
     instructions: str | None = None
     source: str = "probe"  # probe | cache | forced
     transport: str = "stdio"  # stdio | http | sse
+    # How the opener came to it, for the trace of the call that waited for it (set by
+    # ``_open``): what the era cache said (hit: it answered; stale: it named an era
+    # the server no longer speaks; miss; off: not consulted), when the era was settled
+    # (wall clock), and each time the opener started over another way (reason, when).
+    cache: str = "off"
+    settled_at: float = field(default_factory=time.time, compare=False)
+    fallbacks: tuple[tuple[str, float], ...] = field(default=(), compare=False)
 
     def as_json(self) -> dict[str, Any]:
         return {

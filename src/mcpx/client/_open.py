@@ -11,6 +11,7 @@ stream for what the server pushes.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from mcpx.transport import (
 
 from ._auth import AuthError, AuthParts, apply_auth, login_needed
 from ._connection import Unanswered, open_connection
-from ._era_cache import EraCache
+from ._era_cache import EraCache, Remembered
 from ._handler import DeclineEverything, QuestionHandler, QuestionOrigin
 from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
 from ._session import Session
@@ -168,9 +169,21 @@ class _Opener:
         self.cache = cache if use_cache else None
         self.auth: AuthParts = apply_auth(server.name, server.auth)
         self.oauth: OAuthClient | None = None
+        # Each time the start began again another way: (reason, wall clock).
+        self.fallbacks: list[tuple[str, float]] = []
 
     async def connect(self, stack: AsyncExitStack) -> Session:
         cached = self.cache.get(self.server) if self.cache else None
+        session = await self._connect(stack, cached)
+        negotiated = session.negotiated
+        if negotiated is not None:  # how it was settled, for the trace of who waited
+            if self.cache is not None:
+                hit = negotiated.source == "cache" or (cached and cached.transport == "sse")
+                negotiated.cache = "miss" if cached is None else "hit" if hit else "stale"
+            negotiated.fallbacks = tuple(self.fallbacks)
+        return session
+
+    async def _connect(self, stack: AsyncExitStack, cached: Remembered | None) -> Session:
         if self.server.transport == "sse" or (cached and cached.transport == "sse"):
             return await self._retrying(stack, "sse", Preference.FORCE_INITIALIZE, None)
         if self.server.transport == "http":
@@ -178,6 +191,7 @@ class _Opener:
                 return await self._retrying(stack, "http", self.preference, cached)
             except NeedsLegacySse as exc:
                 log.info("%s: %s; trying HTTP+SSE", self.server.name, exc)
+                self.fallbacks.append(("legacy_sse", time.time()))
                 return await self._retrying(
                     stack, "sse", Preference.FORCE_INITIALIZE, None, source="probe"
                 )
@@ -187,9 +201,15 @@ class _Opener:
             log.info(
                 "%s exited during the probe (%s); restarting it legacy-only", self.server.name, exc
             )
+            self.fallbacks.append(("exited_during_probe", time.time()))
             return await self._retrying(
                 stack, "stdio", Preference.FORCE_INITIALIZE, None, source="probe"
             )
+
+    def _on_event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "server.era.stale":  # the cached era's request failed: probed again
+            self.fallbacks.append(("era_cache_stale", time.time()))
+        self.hooks.on_event(kind, data)
 
     async def _retrying(
         self,
@@ -261,7 +281,7 @@ class _Opener:
             cached=cached,
             probe_timeout=self.settings["upstream.probeTimeout"],
             start_timeout=self.settings["pool.startTimeout"],
-            on_event=self.hooks.on_event,
+            on_event=self._on_event,
         )
         if source is not None:
             negotiated.source = source

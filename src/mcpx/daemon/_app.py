@@ -33,6 +33,7 @@ from mcpx.ops import (
     METRICS_CONTENT_TYPE,
     OPERATIONS,
     PROFILE_HEADER,
+    RUN_HEADER,
     Caller,
     OpContext,
     Operation,
@@ -41,7 +42,6 @@ from mcpx.ops import (
     check_input,
     openapi,
     profiled,
-    run_operation,
 )
 
 from ._guard import PRINCIPAL
@@ -169,7 +169,8 @@ def _relayed(
         # its level (info unless X-Mcpx-Log-Level says otherwise).
         relaying = replace(ctx, notify=notify, caller_meta={"progressToken": "v1"}, log_level=level)
         try:
-            out = await run_operation(op, relaying, args)
+            # The same SERVER span as a plain JSON answer's (``run_served``).
+            out = await run_served(op, relaying, args, request.headers)
         except OpError as exc:
             status[0], body = exc.status, exc.body()
         else:
@@ -201,6 +202,8 @@ def _caller(ctx: OpContext, request: Request) -> OpContext:
     another /v1 client, over the unix socket or TCP."""
     agent = request.headers.get("user-agent")
     door = "cli" if agent and agent.startswith(CLI_AGENT) else "v1"
+    if request.headers.get(RUN_HEADER):
+        door = "exec"  # a script's call, through its run's socket
     # uvicorn gives a unix socket's scope no server, or one with no port.
     server = request.scope.get("server")
     transport = "unix" if server is None or server[1] is None else "http"

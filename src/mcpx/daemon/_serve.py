@@ -315,6 +315,7 @@ def serve(
                     signer=StateSigner(float(settings["proto.stateTTL"])),
                     recorder=call_log,
                     telemetry=telemetry,
+                    socket=paths.socket,
                 )
             )
             log.info("serving %d servers on %s and %s", len(servers), paths.socket, url)

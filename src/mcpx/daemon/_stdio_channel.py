@@ -30,7 +30,9 @@ Invariants:
   cannot be is dropped, logged. The session goes on either way.
 - At EOF, requests in flight get ``transport.stdioDrain`` to answer; then the connection
   closes. Listen streams (``subscriptions/listen``) end at EOF, unanswered: they only
-  ever stream to a live host, and would otherwise hold the session for the drain.
+  ever stream to a live host, and would otherwise hold the session for the drain. So do
+  questions put to the host (it can answer none): each fails at once, and its upstream
+  is told.
   When the daemon stops, every connection ends with the channel; when it restarts, a
   hand-off's pipes go back to its shim with the session's state (``_hand_back``).
 """
@@ -252,6 +254,8 @@ class StdioChannel:
             if not self.handing_back:
                 for listen in self._listens:
                     listen.cancel()
+                # Nor can a question put to the host be answered: its wait ends now.
+                self.session.questions.gone()
             requests.cancel_scope.deadline = anyio.current_time() + drain
 
     async def _frame(self, line: bytes, requests: Workers) -> None:

@@ -8,6 +8,7 @@ the CLI never loads either.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -22,6 +23,8 @@ from mcpx.questions import Broker, QuestionRouter
 from mcpx.tasks import Tasks
 
 __all__ = ["open_telemetry", "running_telemetry"]
+
+log = logging.getLogger("mcpx.telemetry")
 
 
 def open_telemetry(
@@ -57,13 +60,20 @@ async def running_telemetry(
     router: QuestionRouter | None = None,
 ) -> AsyncIterator[Telemetry]:
     """``open_telemetry`` for the daemon's life; ``router`` tells it of question waits
-    (when traced). At its end what is left is exported, in a thread (the exporters
-    block), shielded: a stop signal does not lose the last spans."""
+    (when traced), and the question and task stores are sampled for OpenTelemetry's
+    gauges. At its end what is left is exported, in a thread (the exporters block),
+    shielded: a stop signal does not lose the last spans."""
     telemetry = open_telemetry(settings, pool, broker, tasks, events=events)
     if router is not None and telemetry.tracing:
         router.on_wait = telemetry.question_waited
     try:
-        yield telemetry
+        async with anyio.create_task_group() as tg:
+            if telemetry.otel is not None:
+                tg.start_soon(_sampling, telemetry, telemetry.otel.sample_every)
+            try:
+                yield telemetry
+            finally:
+                tg.cancel_scope.cancel()
     finally:
         if router is not None:
             router.on_wait = None
@@ -71,3 +81,12 @@ async def running_telemetry(
         if otel is not None:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(otel.shutdown)
+
+
+async def _sampling(telemetry: Telemetry, every: float) -> None:
+    while True:
+        await anyio.sleep(every)  # first: the daemon's stores are made after telemetry
+        try:
+            telemetry.sample_stores()
+        except Exception:  # an owned task's boundary: a store that failed once is no stop
+            log.warning("telemetry: the question and task stores were not read", exc_info=True)

@@ -11,6 +11,7 @@
 - ``_uris``, ``_resource_owner``: the gateway's ``mcpx://`` resource names.
 - ``_call_record``, ``_call_timing``, ``_call_log``, ``_handle_log``: the call log (one
   record per upstream call, written off the call's path) and its operations.
+- ``_handle_exec``, ``_handle_gen``: script runs (``mcpx.exec``) and the client they import.
 
 The names that bring in the pool, the upstream client and the broker (the handlers,
 the context, the catalogue, the upstream call, the input check and its jsonschema) load
@@ -23,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 from ._errors import ERROR_SCHEMA, OpError
 from ._limits import ArgumentsTooLarge
 from ._openapi import openapi
-from ._operations import CLI_AGENT, OPERATIONS, PROFILE_HEADER, QUESTIONS_HEADER, by_name
+from ._operations import (
+    CLI_AGENT,
+    OPERATIONS,
+    PROFILE_HEADER,
+    QUESTIONS_HEADER,
+    RUN_HEADER,
+    TASK_NOTE,
+    by_name,
+)
 from ._plain_schema import QuickCheck, plain_check
 from ._resource_owner import upstream_resource
 from ._search import rank_tools
@@ -36,6 +45,7 @@ if TYPE_CHECKING:
     from ._catalogue import Catalogue
     from ._context import OpContext, profiled
     from ._handle_auth import logged_in
+    from ._handle_exec import exec_tool_result
     from ._handlers import HANDLERS, run_operation
     from ._operation_input import check_input, input_problem
     from ._telemetry import METRICS_CONTENT_TYPE, Telemetry, configured
@@ -51,6 +61,8 @@ __all__ = [
     "OPERATIONS",
     "PROFILE_HEADER",
     "QUESTIONS_HEADER",
+    "RUN_HEADER",
+    "TASK_NOTE",
     "TRACE_KEYS",
     "ArgumentsTooLarge",
     "CallLog",
@@ -71,6 +83,7 @@ __all__ = [
     "by_name",
     "check_input",
     "configured",
+    "exec_tool_result",
     "gateway_template",
     "gateway_uri",
     "input_problem",
@@ -92,6 +105,7 @@ __all__ = [
 _LAZY = {
     "CallLog": "_call_log",
     "logged_in": "_handle_auth",
+    "exec_tool_result": "_handle_exec",
     "open_call_log": "_call_log",
     "Caller": "_call_record",
     "CallRecord": "_call_record",

@@ -102,7 +102,8 @@ class Caller:
     """Who a call came from and through which door.
 
     ``door``: ``mcp`` (a host on /mcp or ``mcpx serve``), ``passthrough`` (a host's
-    request forwarded as it came), ``v1``, ``cli`` (the CLI, over /v1). ``transport``:
+    request forwarded as it came), ``v1``, ``cli`` (the CLI, over /v1), ``exec`` (a
+    script's call). ``transport``:
     ``stdio``, ``http`` or ``unix``. ``who``: the host's name and version as it gave
     them, or the /v1 client's User-Agent. ``revision``: the host's revision, if it has one.
     """

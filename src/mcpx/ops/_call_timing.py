@@ -17,14 +17,14 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from mcpx.client import REQUEST_WATCH, UpstreamTimeout
+from mcpx.client import REQUEST_WATCH, Negotiated, UpstreamTimeout
 from mcpx.pool import Instance
 from mcpx.wire import McpError
 
 from ._call_record import CallRecord, CallRecorder, Outcome, redact_error, redact_payload, trace_id
 from ._errors import OpError
 from ._telemetry import network_transport
-from ._telemetry_views import Called, Child
+from ._telemetry_views import Called, Child, Event
 
 if TYPE_CHECKING:
     from ._context import OpContext
@@ -54,21 +54,25 @@ class _Timing:
                 self.revision,
                 self.handed - self.started,
                 session.session_id if session is not None else None,
-                self._started(inst, negotiated.era.value if negotiated is not None else None),
+                self._started(self.called, inst, negotiated),
             )
 
-    def _started(self, inst: Instance, era: str | None) -> Child | None:
+    def _started(self, called: Called, inst: Instance, how: Negotiated | None) -> Child | None:
         """``mcpx.instance.start``: the instance was made after this call began (the
-        pool started it for the call), from its making until it was handed over."""
+        pool started it for the call), from its making until it was handed over; its
+        ``mcpx.era.probe`` event, and the start's own retries on the call's span."""
         if inst.started_at < self.ts:
             return None
         attrs: dict[str, Any] = {"mcpx.server": inst.server.name}
-        if era is not None:
-            attrs["mcpx.era"] = era
-        if self.revision is not None:
-            attrs["mcp.protocol.version"] = self.revision
+        events: tuple[Event, ...] = ()
+        if how is not None:
+            attrs["mcpx.era"] = how.era.value
+            attrs["mcp.protocol.version"] = how.revision
+            events = (_era_probe(how),)
+            for reason, at in how.fallbacks:
+                called.restarted(reason, at)
         ready = self.ts + (time.monotonic() - self.started)
-        return "mcpx.instance.start", attrs, int(inst.started_at * 1e9), int(ready * 1e9)
+        return "mcpx.instance.start", attrs, int(inst.started_at * 1e9), int(ready * 1e9), events
 
     def answered(self, result: dict[str, Any]) -> None:
         self.result = result
@@ -143,6 +147,18 @@ def _record(
         arguments=redact_payload(_arguments(method, params)) if keep else None,
         result=redact_payload(timing.result) if keep and timing.result is not None else None,
     )
+
+
+def _era_probe(how: Negotiated) -> Event:
+    """When the era was settled: which, at what revision, how it was learned (probe,
+    cache, forced) and what the era cache said (hit, stale, miss, off)."""
+    attrs = {
+        "mcpx.era": how.era.value,
+        "mcp.protocol.version": how.revision,
+        "mcpx.era.source": how.source,
+        "mcpx.era.cache": how.cache,
+    }
+    return "mcpx.era.probe", attrs, int(how.settled_at * 1e9)
 
 
 def _upstream(ctx: OpContext, server: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcpx import __version__
@@ -56,6 +57,11 @@ class OpContext:
     signer: StateSigner | None = None
     # How the request's host can be asked an upstream's question (None: it cannot).
     asker: HostAsker | None = None
+    # The script run (``mcpx_exec``) this request is a call of (None: its own caller's).
+    run: str | None = None
+    # The daemon's own unix socket, where a script's calls come back (None: the state
+    # dir's, as the settings say).
+    socket: Path | None = None
     # This connection's own mcp.passthrough (``mcpx serve --passthrough``); None: the
     # daemon's setting.
     passthrough: tuple[str, ...] | None = None

@@ -1,10 +1,11 @@
 """/v1 calls that return before they end: on a question nobody present can answer.
 
 The CLI and scripts cannot be asked in-band. A ``/v1/call`` with ``Mcpx-Questions:
-return`` runs as a task (``mcpx.tasks``); when the broker takes a question from the
-call's server while it runs, the answer is 202 at once, with the question, the
-commands that answer it and the task's id, and the call goes on; ``/v1/tasks``
-(``_handle_tasks``) shows it and collects its outcome.
+return`` runs as a task (``mcpx.tasks``), whose id a relaying caller is told first
+(``TASK_NOTE``: a caller whose connection ends can still collect it). When the broker
+takes a question from the call's server while it runs, the answer is 202 at once, with
+the question, the commands that answer it and the task's id, and the call goes on;
+``/v1/tasks`` (``_handle_tasks``) shows it and collects its outcome.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mcpx.wire import Throttled
 
 from ._errors import OpError
 from ._handle_tasks import owner_seen, task_store
+from ._operations import TASK_NOTE
 from ._table import Status
 from ._upstream_call import login_needed_error
 
@@ -70,6 +72,10 @@ async def returning_call(
     except Throttled as exc:
         raise OpError(429, "too_many_tasks", exc.message, {"setting": "proto.maxTasks"}) from exc
     task.notify = ctx.notify
+    if ctx.notify is not None:
+        # First on a caller's stream: should the connection end, it knows what to collect
+        # (or, interrupted, what to cancel).
+        ctx.notify(TASK_NOTE, {"taskId": task.id})
     try:
         while not task.done and not task.brokered:
             await task.changed()

@@ -8,6 +8,7 @@ against its schema, a prompt's required arguments, the arguments' depth and size
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ._completion import declares_completions, from_catalogue
@@ -15,7 +16,7 @@ from ._detached import returning_call
 from ._errors import OpError
 from ._handle_listings import catalogued_tool
 from ._limits import check_arguments_size
-from ._operations import QUESTIONS_HEADER
+from ._operations import QUESTIONS_HEADER, RUN_HEADER
 from ._tool_input import check_arguments, check_depth
 from ._upstream_call import request_for_caller, upstream
 
@@ -27,6 +28,7 @@ __all__ = ["call", "complete", "prompts_get", "resources_read"]
 
 async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
     server, name = args["server"], args["tool"]
+    ctx = _in_run(ctx, args.get(RUN_HEADER))
     arguments = args.get("arguments") or {}
     tool = await catalogued_tool(ctx, server, name)
     if tool is not None:
@@ -44,6 +46,18 @@ async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
             ctx, server, f"tools/call {name}", run, lambda call: upstream(server, call)
         )
     return await upstream(server, run(ctx))
+
+
+def _in_run(ctx: OpContext, run: object) -> OpContext:
+    """``ctx`` for a call a script makes as part of ``run``: asked as its run's starter
+    is. A run that is over (or never was) is nobody's: the call is the caller's own."""
+    if not isinstance(run, str):
+        return ctx
+    try:
+        asker = ctx.calls.run_asker(run)
+    except KeyError:
+        return ctx
+    return replace(ctx, run=run, asker=asker)
 
 
 async def prompts_get(ctx: OpContext, args: dict[str, Any]) -> Any:

@@ -16,6 +16,8 @@ from mcpx.config import StateDiskFull
 from . import _handle_auth as auth
 from . import _handle_calls as calls
 from . import _handle_events as events
+from . import _handle_exec as exec_ops
+from . import _handle_gen as gen
 from . import _handle_listings as listings
 from . import _handle_log as call_log
 from . import _handle_questions as questions
@@ -36,6 +38,8 @@ HANDLERS: Final[Mapping[str, Handler]] = MappingProxyType(
         "tools_list": listings.tools_list,
         "tools_describe": listings.tools_describe,
         "call": calls.call,
+        "exec_run": exec_ops.exec_run,
+        "exec_client": gen.exec_client,
         "prompts_list": listings.prompts_list,
         "prompts_get": calls.prompts_get,
         "resources_list": listings.resources_list,

@@ -11,9 +11,30 @@ from typing import Final
 
 from ._table import Cli, Operation, Param
 
-__all__ = ["CLI_AGENT", "OPERATIONS", "PROFILE_HEADER", "QUESTIONS_HEADER", "by_name"]
+__all__ = [
+    "CLI_AGENT",
+    "OPERATIONS",
+    "PROFILE_HEADER",
+    "QUESTIONS_HEADER",
+    "RUN_HEADER",
+    "TASK_NOTE",
+    "by_name",
+]
 
 QUESTIONS_HEADER: Final = "Mcpx-Questions"
+# The first line of a relayed call's ndjson stream when the call runs as a task: its id.
+TASK_NOTE: Final = "notifications/mcpx/task"
+# On a /v1/call a script makes: the run (mcpx_exec) it is part of, so its questions go
+# to whoever started the run.
+RUN_HEADER: Final = "X-Mcpx-Run"
+_QUESTIONS = Param(
+    QUESTIONS_HEADER,
+    {"type": "string"},
+    "return: on a question nobody present can answer, answer 202 at once with "
+    "it and the call's task id (the call goes on); anything else (wait, the "
+    "default): wait for the answer",
+    where="header",
+)
 # The CLI's User-Agent starts so: the call log tells its calls from other /v1 clients'.
 CLI_AGENT: Final = "mcpx-cli/"
 # On any /v1 or /mcp request: the profile that bounds it (config.profile_reach).
@@ -115,17 +136,45 @@ OPERATIONS: tuple[Operation, ...] = (
             Param("tool", {"type": "string"}, "Tool name", required=True),
             Param("arguments", _OBJ, "Tool arguments"),
             _TIMEOUT,
+            _QUESTIONS,
             Param(
-                QUESTIONS_HEADER,
+                RUN_HEADER,
                 {"type": "string"},
-                "return: on a question nobody present can answer, answer 202 at once with "
-                "it and the call's task id (the call goes on); anything else (wait, the "
-                "default): wait for the answer",
+                "The script run this call is part of (set by the scripts' own client)",
                 where="header",
             ),
         ),
         cli=Cli("call", positional=("server", "tool"), view="call"),
         relays=True,
+    ),
+    Operation(
+        "exec",
+        "POST",
+        "/v1/exec",
+        "Run a Python script that calls tools (import mcpx_tools, one namespace per "
+        "server); a main() function's return value is the result, else what it printed",
+        "exec_run",
+        params=(
+            Param("code", {"type": "string"}, "The script's source", required=True),
+            Param("name", {"type": "string", "maxLength": 256}, "File name, for tracebacks"),
+            Param("args", {"type": "array", "items": {"type": "string"}}, "Its sys.argv[1:]"),
+            Param("inline", {"type": "boolean"}, "Servers are globals too (mcpx exec -c)"),
+            Param(
+                "timeoutSec",
+                {"type": "number", "exclusiveMinimum": 0},
+                "This run's limit, seconds (default exec.timeout, at most exec.maxTimeout)",
+            ),
+            _QUESTIONS,
+        ),
+        relays=True,
+    ),
+    Operation(
+        "exec.client",
+        "GET",
+        "/v1/exec/client",
+        "The typed Python client scripts import (package mcpx_tools), generated from the "
+        "live tool schemas: each file's path and text",
+        "exec_client",
     ),
     Operation(
         "prompts.list",

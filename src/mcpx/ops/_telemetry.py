@@ -14,12 +14,16 @@ Theory of operation:
   it rewrites ``traceparent``/``tracestate`` in the ``_meta`` sent upstream to its own,
   so the upstream's span is its child. Both record their operation's duration.
 - What a slow call met on the way, on its CLIENT span: ``mcpx.instance.start`` (the
-  pool started an instance for it) and ``mcpx.question.wait`` (an upstream question,
-  with who answered) as child spans; ``mcpx.task.poll`` and ``mcpx.retry`` as events.
+  pool started an instance for it; its event ``mcpx.era.probe`` tells the era found and
+  what the era cache said) and ``mcpx.question.wait`` (an upstream question, with who
+  answered) as child spans; ``mcpx.task.poll`` and ``mcpx.retry`` (a request sent again,
+  or the start begun again another way, with the reason) as events.
   Without OpenTelemetry none of it is made (``Called`` only collects, the client's
   ``REQUEST_WATCH`` stays unset).
 - ``session_ended``: ``mcp.server.session.duration`` of a legacy ``/mcp`` session or a
   stdio host, recorded when it ends.
+- ``sample_stores``: questions open and tasks per status for OpenTelemetry's gauges,
+  read on the event loop (the stores are not the exporter thread's to read).
 - Attribute names and values are the conventions' (docs/gen-ai/mcp.md): ``error.type``
   is the JSON-RPC code as a string, ``tool_error`` for a result with ``isError``;
   ``mcp.session.id`` only for a request in a session (never a 2026-07-28 one).
@@ -113,6 +117,12 @@ class Telemetry:
         """``GET /metrics``: every metric in Prometheus' text format (on the event loop)."""
         return self.prom.text()
 
+    def sample_stores(self) -> None:
+        """Give OpenTelemetry's gauges the questions open and tasks per status (on the
+        event loop: the daemon calls it every ``otel.sample_every`` seconds)."""
+        if self.otel is not None:
+            self.otel.stores_sampled(self.prom.store_numbers())
+
     def session_ended(self, transport: str | None, revision: str | None, lasted: float) -> None:
         """A host's session ended (a legacy ``/mcp`` session, a stdio host) after
         ``lasted`` seconds: ``mcp.server.session.duration``."""
@@ -138,7 +148,7 @@ class Telemetry:
             "mcpx.question.answered_by": answered_by,
             "mcpx.question.outcome": outcome,
         }
-        child: Child = ("mcpx.question.wait", attrs, int(started * 1e9), time.time_ns())
+        child: Child = ("mcpx.question.wait", attrs, int(started * 1e9), time.time_ns(), ())
         calls = self._calls.get(server, ())
         if len(calls) == 1:
             calls[0].children.append(child)  # sent with the call's span, as its child

@@ -174,6 +174,34 @@ class Otel:
             unit="{event}",
             description="Events a slow subscriber of the event stream missed.",
         )
+        # The question and task stores are read on the event loop only: the daemon
+        # samples them (``stores_sampled``) and the exporter's thread reads the sample.
+        self._stores: dict[str, Any] = {}
+        self.sample_every = _sample_every(environ)
+        meter.create_observable_gauge(
+            "mcpx.questions.open",
+            [self._questions],
+            unit="{question}",
+            description="Upstream questions waiting for an answer.",
+        )
+        meter.create_observable_gauge(
+            "mcpx.tasks",
+            [self._tasks],
+            unit="{task}",
+            description="Tasks kept, per status.",
+        )
+
+    def stores_sampled(self, numbers: dict[str, Any]) -> None:
+        """The latest questions open and tasks per status (``PromMetrics.store_numbers``)."""
+        self._stores = numbers  # one reference swapped: the exporter reads whole samples
+
+    def _questions(self, _: CallbackOptions) -> list[Observation]:
+        open_ = self._stores.get("questions_open")
+        return [] if open_ is None else [Observation(open_)]
+
+    def _tasks(self, _: CallbackOptions) -> list[Observation]:
+        got = (self._stores.get("tasks") or {}).items()
+        return [Observation(n, {"mcpx.task.status": status}) for status, n in got]
 
     def _dropped(self, _: CallbackOptions) -> list[Observation]:
         return [Observation(self._numbers()["events_dropped"])]
@@ -232,8 +260,11 @@ class Otel:
 
     def child(self, child: Child, parent: Context | None) -> None:
         """A span already over (an instance start, a question wait), told afterwards."""
-        name, attrs, start, end = child
-        self.tracer.start_span(name, parent, SpanKind.INTERNAL, attrs, start_time=start).end(end)
+        name, attrs, start, end, events = child
+        span = self.tracer.start_span(name, parent, SpanKind.INTERNAL, attrs, start_time=start)
+        for event, event_attrs, at in events:
+            span.add_event(event, event_attrs, at)
+        span.end(end)
 
     def session_ended(self, attrs: Mapping[str, Any], took: float) -> None:
         self._sessions.record(took, attrs)
@@ -255,6 +286,17 @@ class Otel:
                 provider.shutdown()
             except Exception:  # an exporter that cannot reach its collector: logged, not fatal
                 log.warning("telemetry: the exporter did not shut down cleanly", exc_info=True)
+
+
+def _sample_every(environ: Mapping[str, str]) -> float:
+    """Seconds between samples of the stores: half the metric export interval (the
+    SDK's ``OTEL_METRIC_EXPORT_INTERVAL``, milliseconds, 60000 by default), so an export
+    is never more than that stale; within 50 ms and 30 s."""
+    try:
+        interval = float(environ.get("OTEL_METRIC_EXPORT_INTERVAL") or 60000) / 1000
+    except ValueError:
+        interval = 60.0  # the SDK falls back to its default too
+    return min(max(interval / 2, 0.05), 30.0)
 
 
 def _name(attrs: Mapping[str, Any]) -> str:

@@ -136,6 +136,10 @@ class PromMetrics:
         """The pool's state as plain numbers, for OpenTelemetry's observable gauges."""
         return self.state.pool_numbers()
 
+    def store_numbers(self) -> dict[str, Any]:
+        """Questions open and tasks per status (on the event loop: ``_State``)."""
+        return self.state.store_numbers()
+
 
 class _State(Collector):
     """The daemon's state, read when scraped. Starts and crashes are counted from the
@@ -204,15 +208,24 @@ class _State(Collector):
             "Events a slow subscriber of the event stream missed (its buffer was full).",
             value=numbers["events_dropped"],
         )
-        if self._broker is not None:
+        stores = self.store_numbers()
+        if stores["questions_open"] is not None:
             yield GaugeMetricFamily(
                 "mcpx_questions_open",
                 "Upstream questions waiting for an answer.",
-                value=len(self._broker.pending()),
+                value=stores["questions_open"],
             )
-        kept = self._tasks()
-        if kept is not None:
+        if stores["tasks"] is not None:
             tasks = GaugeMetricFamily("mcpx_tasks", "Tasks kept, per status.", labels=["status"])
-            for status, n in sorted(Counter(t.status for t in kept.list()).items()):
+            for status, n in sorted(stores["tasks"].items()):
                 tasks.add_metric([status], n)
             yield tasks
+
+    def store_numbers(self) -> dict[str, Any]:
+        """Questions open and tasks per status; None for a store the daemon lacks. On
+        the event loop only: the stores are not to be touched from another thread."""
+        kept = self._tasks()
+        return {
+            "questions_open": len(self._broker.pending()) if self._broker is not None else None,
+            "tasks": dict(Counter(t.status for t in kept.list())) if kept is not None else None,
+        }

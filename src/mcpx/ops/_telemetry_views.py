@@ -11,10 +11,13 @@ from typing import Any
 
 from mcpx.wire import RequestId
 
-__all__ = ["Called", "Child", "Served", "reply_error"]
+__all__ = ["Called", "Child", "Event", "Served", "reply_error"]
 
-# A child span done before its parent ends: (name, attributes, start, end) in ns.
-Child = tuple[str, dict[str, Any], int, int]
+# A moment in a span: (name, attributes, when) in ns.
+Event = tuple[str, dict[str, Any], int]
+# A child span done before its parent ends: (name, attributes, start, end) in ns, and
+# its own events.
+Child = tuple[str, dict[str, Any], int, int, tuple[Event, ...]]
 
 
 def reply_error(reply: Mapping[str, Any]) -> tuple[str, str | None] | None:
@@ -50,9 +53,9 @@ class Served:
 
 class Called:
     """One upstream call being made: its revision, wait, result or failure; the events
-    (``mcpx.task.poll``, ``mcpx.retry``) and child spans (``mcpx.instance.start``,
-    ``mcpx.question.wait``) met on the way. It is the client's ``RequestWatch`` for the
-    call: told each request's id and each retry."""
+    (``mcpx.task.poll``, ``mcpx.retry``) and child spans (``mcpx.instance.start`` with
+    its ``mcpx.era.probe``, ``mcpx.question.wait``) met on the way. It is the client's
+    ``RequestWatch`` for the call: told each request's id and each retry."""
 
     __slots__ = ("attrs", "children", "error", "events", "result")
 
@@ -60,7 +63,7 @@ class Called:
         self.attrs = attrs
         self.error: tuple[str, str | None] | None = ("_OTHER", None)  # until it answers
         self.result: Mapping[str, Any] | None = None
-        self.events: list[tuple[str, dict[str, Any], int]] = []
+        self.events: list[Event] = []
         self.children: list[Child] = []
 
     def queued(
@@ -80,8 +83,9 @@ class Called:
             self.children.append(started)
         self.event("mcpx.instance.ready", {"mcpx.wait.seconds": round(waited, 6)})
 
-    def event(self, name: str, attrs: dict[str, Any]) -> None:
-        self.events.append((name, attrs, time.time_ns()))
+    def event(self, name: str, attrs: dict[str, Any], at: int | None = None) -> None:
+        """An event now, or ``at`` (wall-clock ns) when it is told afterwards."""
+        self.events.append((name, attrs, time.time_ns() if at is None else at))
 
     def sent(self, method: str, request_id: RequestId) -> None:
         if method == self.attrs["mcp.method.name"]:
@@ -91,6 +95,11 @@ class Called:
 
     def retried(self, method: str, reason: str) -> None:
         self.event("mcpx.retry", {"mcp.method.name": method, "mcpx.retry.reason": reason})
+
+    def restarted(self, reason: str, at: float) -> None:
+        """The instance's start (for this call) began again another way at ``at`` (wall
+        clock): a retry too, told once the start is over."""
+        self.event("mcpx.retry", {"mcpx.retry.reason": reason}, int(at * 1e9))
 
     def answered(self, result: Mapping[str, Any]) -> None:
         self.result = result

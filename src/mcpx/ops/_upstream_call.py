@@ -167,7 +167,9 @@ async def request_for_caller(
         )
     scope = ctx.pool.scope_key(config, ctx.identity)
     with (
-        ctx.calls.call(server, ctx.notify, caller, ctx.log_level, ctx.asker, scope) as token,
+        ctx.calls.call(
+            server, ctx.notify, caller, ctx.log_level, ctx.asker, scope, ctx.run
+        ) as token,
         _reported(ctx, server, method, params) as outcome,
         recording(ctx, server, method, params, meta) as timing,
     ):

@@ -20,6 +20,7 @@ from anyio.abc import TaskStatus
 
 from mcpx import wire
 from mcpx.client import (
+    REQUEST_WATCH,
     EraCache,
     Hooks,
     OnUpstreamNotification,
@@ -90,6 +91,9 @@ class Instance:
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Open the session, report started (ready or failed), hold it until
         stopped or broken. Never raises: the pool's task group must survive."""
+        # This task inherits the context of the call that asked for the instance: its
+        # requests (the start's, the polls') are not that call's to be traced.
+        REQUEST_WATCH.set(None)
         started = False
         try:
             async with open_session(

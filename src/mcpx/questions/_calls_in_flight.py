@@ -17,6 +17,9 @@ Invariants:
   is not relayed line for line (C-LOG-5).
 - Relaying never blocks the upstream's reader: ``notify`` is synchronous, and the
   transport behind it queues or drops.
+- A script's run (``mcpx_exec``) is one caller making many calls: each call it makes is
+  registered as a member of the run and is asked through the run's asker. When the run
+  ends its membership is removed everywhere: a straggling call of it is nobody's.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ class _Call:
     # Log lines relayed in the current one-second window, and when it began.
     lines: int = 0
     lines_since: float = -math.inf
+    # The script run this call is part of (None: a call of its own).
+    run: str | None = None
 
 
 class CallsInFlight:
@@ -79,6 +84,28 @@ class CallsInFlight:
         self._calls: dict[int, _Call] = {}
         self._by_token: dict[str, _Call] = {}
         self._ids = itertools.count(1)
+        # Script runs in progress, each with how its starter can be asked.
+        self._runs: dict[str, HostAsker | None] = {}
+
+    @contextmanager
+    def run(self, run_id: str, asker: HostAsker | None) -> Iterator[None]:
+        """Register a script run for its duration: calls naming it join it."""
+        self._runs[run_id] = asker
+        try:
+            yield
+        finally:
+            del self._runs[run_id]
+            for entry in self._calls.values():
+                if entry.run == run_id:
+                    entry.run, entry.asker = None, None
+
+    def run_asker(self, run_id: str) -> HostAsker | None:
+        """How the starter of the live run ``run_id`` can be asked.
+
+        Raises:
+            KeyError: no such run is live.
+        """
+        return self._runs[run_id]
 
     @contextmanager
     def call(
@@ -89,13 +116,17 @@ class CallsInFlight:
         level: str | None,
         asker: HostAsker | None = None,
         scope: str = "",
+        run: str | None = None,
     ) -> Iterator[str | None]:
         """Register one call for its duration, on the instance of ``server`` for the
-        pool's ``scope`` key; yields the upstream progress token (None when the host
-        asked for no progress or cannot be told)."""
+        pool's ``scope`` key (a member of script ``run`` when one is named, and live);
+        yields the upstream progress token (None when the host asked for no progress or
+        cannot be told)."""
         n = next(self._ids)
         host_token = meta.get("progressToken") if meta is not None else None
-        entry = _Call(server, scope, notify or _nobody, level, host_token, asker)
+        if run is not None and run not in self._runs:
+            run = None  # ended meanwhile: nobody's
+        entry = _Call(server, scope, notify or _nobody, level, host_token, asker, run=run)
         if notify is None:
             host_token = None  # nobody to tell: no progress asked for upstream
         token = f"mcpx-{n}" if isinstance(host_token, str | int) else None
@@ -113,6 +144,21 @@ class CallsInFlight:
         """The calls in flight on ``server``'s instance for ``scope`` (each with how its
         host can be asked)."""
         return [c.asker for c in self._calls.values() if c.server == server and c.scope == scope]
+
+    def owner(self, server: str, scope: str, in_flight: int | None) -> HostAsker | None:
+        """Whose the question ``server``'s instance for ``scope`` asks now is: the one
+        call there, or the one run all the calls there belong to, when nobody else has a
+        request in flight on it (``in_flight``: the pool's count; None: no pool)."""
+        on = [c for c in self._calls.values() if c.server == server and c.scope == scope]
+        if not on:
+            return None
+        counted = len(on) if in_flight is None else in_flight
+        if len(on) == 1 and counted <= 1:
+            return on[0].asker
+        run = on[0].run
+        if run is not None and all(c.run == run for c in on) and counted <= len(on):
+            return self._runs.get(run)
+        return None
 
     def upstream_notified(
         self, server: str, method: str, params: Mapping[str, Any], scope: str = ""

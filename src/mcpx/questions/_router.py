@@ -164,8 +164,10 @@ class QuestionRouter:
         # Every caller waiting on the server hears of it: any of them may be the one.
         # (One taken over from before a restart may have its answer already.)
         waiting = question.state == "pending"
+        told: set[int] = set()  # a run's calls share one asker: tell it once
         for call in self._calls.calls_on(asked.server, asked.scope) if waiting else ():
-            if call is not None and call.brokered is not None:
+            if call is not None and call.brokered is not None and id(call) not in told:
+                told.add(id(call))
                 call.brokered(question)
         try:
             outcome = await self._broker.wait(question.id)
@@ -189,16 +191,13 @@ class QuestionRouter:
 
     def _owner(self, server: str, scope: str) -> HostAsker | None:
         # The calls registered on this instance against the requests in flight on it.
-        calls = self._calls.calls_on(server, scope)
         pool = self._pool()
         in_flight = (
             sum(i.in_flight for i in pool.instances(server) if i.scope_key == scope)
             if pool
-            else len(calls)
+            else None
         )
-        if len(calls) == 1 and in_flight <= 1:
-            return calls[0]
-        return None
+        return self._calls.owner(server, scope, in_flight)
 
 
 def _shown(method: str, params: dict[str, Any], server: str) -> dict[str, Any]:

@@ -227,6 +227,8 @@ def _server_of(server: str, params: Mapping[str, Any]) -> str:
     arguments = params.get("arguments")
     if not server and isinstance(arguments, Mapping) and isinstance(arguments.get("server"), str):
         return str(arguments["server"])  # mcpx_call's
+    if not server and params.get("name") == "mcpx_exec":
+        return "mcpx"  # a script's run is mcpx's own
     return server
 
 

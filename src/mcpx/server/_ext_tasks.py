@@ -129,7 +129,7 @@ async def task_support(ctx: OpContext, params: Mapping[str, Any]) -> str | None:
             if item.get("name") == name:
                 return _support(item)
     if name in own:
-        return "optional" if own[name].name == "call" else None
+        return "optional" if own[name].name in ("call", "exec") else None
     split = modes.split_name(name, ctx) if surface == "full" else None
     if split is not None:
         server, tool = split

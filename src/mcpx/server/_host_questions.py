@@ -108,6 +108,8 @@ class HostQuestions:
 
     _waiting: dict[int, _Waiting] = field(default_factory=dict)
     _last: int = 0
+    # The client can answer no more (its input ended): asking it fails at once.
+    _gone: bool = False
 
     async def ask(
         self,
@@ -121,6 +123,8 @@ class HostQuestions:
         Raises:
             McpError: the client answered with an error, or not within ``timeout``.
         """
+        if self._gone:
+            raise InternalError(f"the client went away: it cannot answer {method}")
         self._last -= 1
         rid = self._last
         waiting = self._waiting[rid] = _Waiting()
@@ -144,6 +148,16 @@ class HostQuestions:
             raise McpError.from_error(waiting.reply["error"])
         result: JSON = waiting.reply.get("result") or {}
         return result
+
+    def gone(self) -> None:
+        """The client's input ended: no question to it can be answered any more. Each
+        waiting one fails now (the upstream is told, and its call can end within the
+        drain) rather than when its timeout would have come."""
+        self._gone = True
+        error = {"code": InternalError.code, "message": "the client went away before answering"}
+        for waiting in self._waiting.values():
+            waiting.reply = {"error": error}
+            waiting.done.set()
 
     def answered(self, frame: Mapping[str, Any]) -> None:
         """The client's result or error frame: wakes the question it answers, if any."""

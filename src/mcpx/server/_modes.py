@@ -1,7 +1,7 @@
 """What ``tools/list`` offers an MCP host, by ``mcp.surface``.
 
 - ``gateway``: mcpx's tools to find and call the upstreams' (``mcpx_call``,
-  ``mcpx_servers``, ``mcpx_search_tools``).
+  ``mcpx_exec``, ``mcpx_servers``, ``mcpx_search_tools``).
 - ``lean``: only ``mcpx_search_tools``, ``mcpx_describe`` and ``mcpx_call``, with
   instructions saying how to use them: a host with hundreds of upstream tools is shown
   three, and finds the one it needs by searching.
@@ -31,26 +31,33 @@ JSON = dict[str, Any]
 # Tool name -> operation. Named by what a model does with it, not by the route.
 _OPS: Final = {
     "mcpx_call": "call",
+    "mcpx_exec": "exec",
     "mcpx_servers": "servers.list",
     "mcpx_search_tools": "tools.list",
     "mcpx_describe": "tools.describe",
 }
 # Each mode's own tools, in the order listed.
 _OWN: Final = {
-    "gateway": ("mcpx_call", "mcpx_servers", "mcpx_search_tools"),
+    "gateway": ("mcpx_call", "mcpx_exec", "mcpx_servers", "mcpx_search_tools"),
     "lean": ("mcpx_search_tools", "mcpx_describe", "mcpx_call"),
-    "full": ("mcpx_call", "mcpx_servers", "mcpx_search_tools", "mcpx_describe"),
+    "full": ("mcpx_call", "mcpx_exec", "mcpx_servers", "mcpx_search_tools", "mcpx_describe"),
 }
 # Own tools a 2025-11-25 host may call as a task (the downgrade drops ``execution`` for
 # every other revision: 2026-07-28's Tool has none).
-_EXECUTION: Final = {"mcpx_call": {"execution": {"taskSupport": "optional"}}}
+_EXECUTION: Final = {
+    name: {"execution": {"taskSupport": "optional"}} for name in ("mcpx_call", "mcpx_exec")
+}
+# What mcpx_exec's own arguments are (the operation's others are the CLI's).
+_EXEC_ARGUMENTS: Final = ("code", "timeoutSec")
 _NAMING: Final = (
     "Prompts are named <server>_<prompt>; resources are mcpx://<server>/<percent-encoded uri>."
 )
 _INSTRUCTIONS: Final = {
     "gateway": "mcpx is a gateway to the MCP servers configured on this machine. Find a tool "
     "with mcpx_search_tools, then run it with mcpx_call (server, tool, arguments); "
-    "mcpx_servers lists the servers. " + _NAMING,
+    "mcpx_servers lists the servers. To call many tools and keep only what matters, run "
+    "a Python script with mcpx_exec: `from mcpx_tools import <server>`, then "
+    "`<server>.<tool>(arg=...)` returns the tool's result as Python data. " + _NAMING,
     "lean": "mcpx is a gateway to many MCP servers; their tools are not listed here. To use "
     "one: 1) call mcpx_search_tools with a few words saying what you want to do (results "
     "are ranked, best first, each with its server, name and inputSchema); 2) if you need "
@@ -84,11 +91,19 @@ def own_tools(surface: str) -> tuple[JSON, ...]:
         {
             "name": name,
             "description": op.doc,
-            "inputSchema": op.input_schema(headers=False),
+            "inputSchema": _input_schema(name, op),
             **_EXECUTION.get(name, {}),
         }
         for name, op in own_ops(surface).items()
     )
+
+
+def _input_schema(name: str, op: Operation) -> JSON:
+    schema = op.input_schema(headers=False)
+    if name != "mcpx_exec":
+        return schema
+    kept = {k: v for k, v in schema["properties"].items() if k in _EXEC_ARGUMENTS}
+    return {**schema, "properties": kept}
 
 
 def split_name(name: str, ctx: OpContext) -> tuple[str, str] | None:

@@ -33,6 +33,7 @@ from mcpx.ops import (
     Operation,
     OpError,
     by_name,
+    exec_tool_result,
     gateway_template,
     gateway_uri,
     input_problem,
@@ -125,6 +126,8 @@ async def call_tool(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
     if op.name == "call":
         # The upstream's CallToolResult as sent, but for the resource URIs in it.
         return _readable_uris(str(arguments["server"]), out)
+    if op.name == "exec":
+        return exec_tool_result(out)
     return _json_result(_search_matches(out) if op.name == "tools.list" else out)
 
 

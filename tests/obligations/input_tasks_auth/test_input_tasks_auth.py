@@ -572,7 +572,7 @@ CORE_TASKS = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 
 # S-TASK-1, S-TASK-3 (tests/server/test_core_tasks.py runs tasks through an SDK host)
 @pytest.mark.obligation("S-TASK-1", "S-TASK-3")
-def test_core_tasks_are_declared_to_2025_11_25_only_and_only_mcpx_call_takes_a_task(
+def test_core_tasks_are_declared_to_2025_11_25_only_and_only_mcpx_call_and_exec_take_one(
     daemon: Daemon,
 ) -> None:
     with httpx.Client(base_url=daemon.info["url"], timeout=120) as mcp:
@@ -584,9 +584,10 @@ def test_core_tasks_are_declared_to_2025_11_25_only_and_only_mcpx_call_takes_a_t
             listed = mcp.post(
                 "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers
             ).json()["result"]
-            # S-TASK-3: only mcpx_call says it takes a task, and only where Tool has it.
+            # S-TASK-3: only mcpx_call and mcpx_exec say they take a task, and only where
+            # Tool has it.
             executions = {t["name"]: t["execution"] for t in listed["tools"] if "execution" in t}
-            optional = {"mcpx_call": {"taskSupport": "optional"}}
+            optional = {name: {"taskSupport": "optional"} for name in ("mcpx_call", "mcpx_exec")}
             assert executions == (optional if rev == LEGACY else {}), (rev, listed)
             if rev != LEGACY:
                 continue

@@ -35,7 +35,7 @@ from support.schemas import FrameLog
 LEGACY_HTTP = ("2025-03-26", "2025-06-18", "2025-11-25")
 META = modern_meta(client=None)
 SERVE = [sys.executable, "-m", "mcpx", "serve"]
-GATEWAY_TOOLS = ["mcpx_call", "mcpx_servers", "mcpx_search_tools"]
+GATEWAY_TOOLS = ["mcpx_call", "mcpx_exec", "mcpx_servers", "mcpx_search_tools"]
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 TRACE = {
     "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",

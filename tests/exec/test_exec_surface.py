@@ -1,0 +1,104 @@
+"""``mcpx_exec`` on the gateway surface: declared, a task for a 2025-11-25 host that asks for
+one, and refused where no sandbox can hold a model's script."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any, Final
+
+import httpx
+import pytest
+
+from mcpx.config import resolve
+from mcpx.ops import Caller, OpContext, OpError
+from mcpx.ops import _handle_exec as handle_exec
+from support.daemon import Daemon, legacy_session, running_daemon
+
+DEMO: Final = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
+ACCEPT: Final = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    with running_daemon(tmp_path_factory.mktemp("exec-surface"), {"demo": DEMO}) as d:
+        yield d
+
+
+def _rpc(mcp: httpx.Client, headers: dict[str, str], frame: dict[str, Any]) -> dict[str, Any]:
+    r = mcp.post("/mcp", json=frame, headers={**headers, **ACCEPT})
+    assert r.status_code == 200, r.text
+    if r.headers["content-type"].startswith("application/json"):
+        answer: dict[str, Any] = r.json()
+        return answer
+    for line in r.text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            doc: dict[str, Any] = json.loads(line[5:])
+            if doc.get("id") == frame["id"]:
+                return doc
+    raise AssertionError(f"no answer to {frame['id']} in {r.text!r}")
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2025-06-18"])
+def test_mcpx_exec_is_listed_and_declares_tasks_only_where_it_can(
+    daemon: Daemon, revision: str
+) -> None:
+    with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
+        headers = legacy_session(mcp, {}, revision)
+        tools = _rpc(mcp, headers, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    [tool] = [t for t in tools["result"]["tools"] if t["name"] == "mcpx_exec"]
+    assert set(tool["inputSchema"]["properties"]) == {"code", "timeoutSec"}
+    assert tool["inputSchema"]["required"] == ["code"]
+    if revision == "2025-11-25":
+        assert tool["execution"] == {"taskSupport": "optional"}
+    else:
+        assert "execution" not in tool
+
+
+def test_a_legacy_host_runs_a_script_as_a_task(daemon: Daemon) -> None:
+    code = "from mcpx_tools import demo\ndef main():\n    return {'said': demo.echo(text='t')}\n"
+    with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
+        headers = legacy_session(mcp, {})
+        params = {"name": "mcpx_exec", "arguments": {"code": code}, "task": {"ttl": 60000}}
+        created = _rpc(
+            mcp, headers, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}
+        )
+        task_id = created["result"]["task"]["taskId"]
+        got = {"jsonrpc": "2.0", "id": 4, "method": "tasks/result", "params": {"taskId": task_id}}
+        result = _rpc(mcp, headers, got)["result"]
+    assert result.get("isError") is not True, result
+    assert result["structuredContent"] == {"said": "t"}
+    shown = daemon.cli("task", "show", task_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "mcpx" in shown.stdout and "completed" in shown.stdout, shown.stdout
+
+
+def _ctx(door: str, sandbox: str = "auto") -> OpContext:
+    settings = resolve(file=None, env={}, flags={"exec.sandbox": sandbox})
+    ctx = OpContext(pool=None, catalogue=None, settings=settings)  # type: ignore[arg-type]
+    ctx.caller = Caller(door)
+    return ctx
+
+
+def test_without_bubblewrap_only_the_users_own_cli_runs_unconfined(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(handle_exec, "bwrap_path", lambda: None)
+    chosen, warning = handle_exec._sandbox(_ctx("cli"))
+    assert chosen == "none" and "unconfined" in warning and "bubblewrap" in warning
+    for door in ("mcp", "v1"):
+        with pytest.raises(OpError) as refused:
+            handle_exec._sandbox(_ctx(door))
+        assert refused.value.status == 503
+        assert "apt-get install bubblewrap" in refused.value.message
+        assert "exec.sandbox" in refused.value.message
+    with pytest.raises(OpError):
+        handle_exec._sandbox(_ctx("cli", "bwrap"))  # asked for by name: never quietly less
+    assert handle_exec._sandbox(_ctx("mcp", "none")) == ("none", "")
+
+
+def test_with_bubblewrap_every_door_is_confined(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(handle_exec, "bwrap_path", lambda: "/usr/bin/bwrap")
+    for door in ("cli", "mcp", "v1"):
+        assert handle_exec._sandbox(_ctx(door)) == ("bwrap", "")
