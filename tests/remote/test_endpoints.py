@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import queue
 import secrets
 import signal
@@ -31,6 +30,7 @@ from mcpx import __version__
 from mcpx.daemon import DaemonPaths
 from mcpx.questions import Broker
 from support.daemon import Daemon, running_daemon
+from support.remote import client_env
 from support.sshd import Sshd, running_sshd
 
 DEMO = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
@@ -62,15 +62,6 @@ class Target:
     @property
     def local_state(self) -> Path:
         return Path(self.env["MCPX_STATE_DIR"])
-
-
-def client_env(tmp: Path, endpoint: str, **extra: str) -> tuple[dict[str, str], Path]:
-    """An environment with an empty state dir of its own, no config, and ``endpoint``."""
-    home = tmp / "client"
-    home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCPX_")}
-    env |= {"MCPX_STATE_DIR": str(tmp / "client-state"), "MCPX_DAEMON_ENDPOINT": endpoint}
-    return env | extra, home
 
 
 @pytest.fixture(scope="module")

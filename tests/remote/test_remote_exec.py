@@ -12,7 +12,6 @@ present can answer, so ``mcpx exec`` exits 75 and the run goes on as a task.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import subprocess
@@ -26,6 +25,7 @@ import httpx
 import pytest
 
 from support.daemon import Daemon, running_daemon, sdk_entry
+from support.remote import client_env
 from support.sshd import Sshd, running_sshd
 
 EX_TEMPFAIL: Final = 75
@@ -74,14 +74,6 @@ class Target:
                 "calls"
             ]
         return calls
-
-
-def client_env(tmp: Path, endpoint: str, **extra: str) -> tuple[dict[str, str], Path]:
-    home = tmp / "client"
-    home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCPX_")}
-    env |= {"MCPX_STATE_DIR": str(tmp / "client-state"), "MCPX_DAEMON_ENDPOINT": endpoint}
-    return env | extra, home
 
 
 @pytest.fixture(scope="module")

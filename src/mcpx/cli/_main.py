@@ -22,6 +22,7 @@ from ._protocol import protocol
 from ._serve import serve_command
 from ._settings import settings_command
 from ._tasks import task_group
+from ._ui import ui_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -55,6 +56,7 @@ cli.add_command(bridge_command)
 cli.add_command(exec_command)
 cli.add_command(run_command)
 cli.add_command(scripts_command)
+cli.add_command(ui_command)
 for command in (*daemon_commands(), *op_commands(), *edit_commands()):
     cli.add_command(command)
 

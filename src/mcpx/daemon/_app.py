@@ -44,6 +44,7 @@ from mcpx.ops import (
     profiled,
 )
 
+from ._console import console_routes
 from ._guard import PRINCIPAL
 from ._limits import BodyLimits, LimitBodies
 from ._oauth_callback import oauth_callback
@@ -285,6 +286,7 @@ def build_app(
     routes.append(Route("/openapi.json", openapi_json, methods=["GET"]))
     routes.append(Route("/metrics", metrics, methods=["GET"]))
     routes.append(Route("/oauth/callback", oauth_callback(ctx), methods=["GET"]))
+    routes.extend(console_routes())  # the web console: /ui, its files, and / linking to it
     middleware = [] if limits is None else [Middleware(LimitBodies, limits=limits)]
     if mcp is not None:
         # A Route, not a Mount: a Mount would answer "/mcp" with a redirect to "/mcp/".

@@ -12,6 +12,10 @@ rebinding). So before any route runs, in this order, the first failure answering
 4. ``daemon.auth`` (``Authenticator.check``): 401 with ``WWW-Authenticate`` otherwise
    (403 for a token short of a scope). An accepted request carries who made it in
    ``scope[PRINCIPAL]`` (``token:<name>``, ``oauth:<sub>``) for the routes to scope by.
+   Then a /v1 request that changes state (any method but GET, HEAD, OPTIONS) and comes
+   from a browser (it has an ``Origin``: browsers always send one on such requests)
+   carries the web console's form token (``X-Mcpx-Console-Token``), else 403. Clients
+   that send no ``Origin`` (the CLI, SDKs) are not asked for it.
 5. A POST, and any request with a body (a Content-Length above 0 or a
    Transfer-Encoding), says ``Content-Type: application/json``, else 415: the forms and
    ``text/plain`` posts a browser sends cross-site without asking never reach a handler.
@@ -57,6 +61,7 @@ from mcpx.ops import OpError
 from mcpx.server import host_allowed, origin_allowed
 from mcpx.wire import InvalidRequest
 
+from ._console import CONSOLE_TOKEN_HEADER, console_token_ok
 from ._daemon_auth import Authenticator, Denied
 
 __all__ = ["PRINCIPAL", "FrontDoor", "routed"]
@@ -83,8 +88,10 @@ _WANTED: Final = frozenset(
         b"content-type",
         b"content-length",
         b"transfer-encoding",
+        CONSOLE_TOKEN_HEADER.lower().encode(),
     }
 )
+_READS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,7 @@ class FrontDoor:
             or self._origin(headers)
             or _cross_site(headers)
             or await self._authorized(scope, headers)
+            or _console_form(scope, headers)
             or self._json_body(scope, headers)
         )
 
@@ -242,6 +250,22 @@ def _cross_site(headers: dict[bytes, list[bytes]]) -> _Refusal | None:
             "a browser request from another site (Sec-Fetch-Site: cross-site) is refused",
         )
     return None
+
+
+def _console_form(scope: Scope, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
+    """A browser's state-changing /v1 request without the console's form token."""
+    if scope.get("method") in _READS or not scope["path"].startswith("/v1/"):
+        return None
+    if b"origin" not in headers:
+        return None
+    if console_token_ok(_one(headers, CONSOLE_TOKEN_HEADER.lower().encode())):
+        return None
+    return _Refusal(
+        403,
+        "console_token_required",
+        f"a browser request that changes state needs the web console's {CONSOLE_TOKEN_HEADER} "
+        "header: use the console at /ui (clients that send no Origin need no token)",
+    )
 
 
 def routed(routes: Sequence[BaseRoute]) -> Callable[[Scope], bool]:

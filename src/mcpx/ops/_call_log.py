@@ -3,7 +3,10 @@
 Theory of operation: a call hands its ``CallRecord`` to ``CallLog.record``, which puts
 it on a bounded memory channel and returns: the call never waits for the disk. One task
 (``run``) drains the channel and writes what it finds in one transaction, in a worker
-thread, so neither the event loop nor a call waits for SQLite. Reads (/v1/log,
+thread, so neither the event loop nor a call waits for SQLite. It gathers for up to
+``_GATHER`` seconds after a record arrives (less when ``_BATCH`` are waiting or a reader
+wants them): one thread hop and one transaction per call cost a third of a pass-through
+call's CPU, one per batch next to nothing. Reads (/v1/log,
 /v1/stats) run in a worker thread too; one lock orders them with the writes (one
 connection).
 
@@ -15,6 +18,8 @@ Invariants:
 - A record the channel has no room for, or the disk has no room for, is dropped; each
   kind of loss is said once in the log (the disk's by ``StateDiskFull``, once a minute).
   A call never fails for the log.
+- A record is on disk about ``_GATHER`` seconds after of its call's end (a ``kill -9`` loses
+  at most those); a reader (``wait_written``) has it written at once.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import astuple, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,12 +48,14 @@ log = logging.getLogger("mcpx.calls")
 
 _BUFFER: Final = 4096  # records waiting for the writer; past it they are dropped
 _BATCH: Final = 512  # records per transaction at most
+_GATHER: Final = 0.05  # seconds a batch waits for more records (a reader cuts it short)
 _PRUNE_EVERY: Final = 1000
 _PRUNE_AFTER: Final = 60.0
 _CLOSE_WAIT: Final = 5.0
 
 _COLUMNS: Final = tuple(f.name for f in fields(CallRecord))
 _JSON_COLUMNS: Final = ("arguments", "result")
+_JSON_AT: Final = tuple(_COLUMNS.index(name) for name in _JSON_COLUMNS)
 _SCHEMA: Final = f"""
 CREATE TABLE IF NOT EXISTS calls (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -75,6 +82,7 @@ class CallLog:
         self._since_prune = 0
         self._queued = self._done = 0  # records handed over, and written or dropped
         self._progress = anyio.Event()  # set (and replaced) when a batch is done
+        self._hurry = anyio.Event()  # set: write what is queued now (replaced per batch)
         self._pruned_at = time.monotonic()
         self.dropped = 0
         self._db: sqlite3.Connection | None = None
@@ -95,6 +103,8 @@ class CallLog:
         try:
             self._send.send_nowait(call)
             self._queued += 1
+            if self._queued - self._done >= _BATCH:
+                self._hurry.set()
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self.dropped += 1
             if self.dropped == 1:
@@ -105,6 +115,9 @@ class CallLog:
         task_status.started()
         async with self._receive:
             async for first in self._receive:
+                with anyio.move_on_after(_GATHER):
+                    await self._hurry.wait()
+                self._hurry = anyio.Event()
                 batch = [first]
                 while len(batch) < _BATCH:
                     try:
@@ -119,6 +132,7 @@ class CallLog:
 
     def close(self) -> None:
         self._send.close()
+        self._hurry.set()
 
     def _write(self, batch: Sequence[CallRecord]) -> None:
         if self._db is None:
@@ -177,13 +191,14 @@ class CallLog:
         """Until every record queued before now is written (for tests and ``close``)."""
         target = self._queued
         while self._done < target:
+            self._hurry.set()  # the writer's current batch goes now
             await self._progress.wait()
 
 
 def _row(call: CallRecord) -> tuple[Any, ...]:
-    values = list(astuple(call))
-    for name in _JSON_COLUMNS:
-        i = _COLUMNS.index(name)
+    # Not dataclasses.astuple: it deep-copies every value (12 µs a record, the GIL held).
+    values = [getattr(call, name) for name in _COLUMNS]
+    for i in _JSON_AT:
         if values[i] is not None:
             values[i] = json.dumps(values[i], ensure_ascii=False, default=str)
     return (*values, call.ms)

@@ -27,13 +27,23 @@ from mcpx.client import UpstreamError
 from mcpx.config import ServerConfig, write_state_json
 from mcpx.pool import Pool, call_budget
 
-__all__ = ["Catalogue"]
+__all__ = ["Catalogue", "ToolsByName"]
 
 log = logging.getLogger("mcpx.ops")
 
 _FORMAT = 1
 # A listing this recent is not repeated when an instance starts.
 _FRESH_SECONDS = 5.0
+
+
+class ToolsByName:
+    """A listing's tools by name: ``first`` and ``last`` differ only for a name an
+    upstream lists twice."""
+
+    def __init__(self, tools: list[dict[str, Any]]) -> None:
+        named = [(t["name"], t) for t in tools if isinstance(t.get("name"), str)]
+        self.last: dict[str, dict[str, Any]] = dict(named)
+        self.first: dict[str, dict[str, Any]] = dict(reversed(named))
 
 
 class Catalogue:
@@ -45,6 +55,9 @@ class Catalogue:
         # Per server: the stored entry, the config it was filtered for, the filtered copy
         # (the same object while neither changes: pass-through indexes by identity).
         self._offered: dict[str, tuple[dict[str, Any], ServerConfig, dict[str, Any]]] = {}
+        # Per server: an entry handed out and its tools by name, so that a call finds its
+        # tool without walking every listed one (an entry is replaced, never edited).
+        self._named: dict[str, tuple[dict[str, Any], ToolsByName]] = {}
 
     async def entry(self, server: str, *, refresh: bool = False) -> dict[str, Any]:
         """What ``server`` offers (from disk unless asked to refresh or never listed).
@@ -105,6 +118,13 @@ class Catalogue:
     def listed(self, server: str) -> dict[str, Any]:
         """The stored entry as the server listed it, before its filters."""
         return self._entries.get(server) or {}
+
+    def tools_by_name(self, server: str, entry: dict[str, Any]) -> ToolsByName:
+        """``entry``'s tools by name (``entry``: as ``entry`` or ``known`` handed it out)."""
+        named = self._named.get(server)
+        if named is None or named[0] is not entry:
+            named = self._named[server] = (entry, ToolsByName(entry.get("tools") or []))
+        return named[1]
 
     def known(self, server: str) -> dict[str, Any]:
         """The stored entry, without listing anything."""

@@ -123,7 +123,7 @@ async def catalogued_tool(ctx: OpContext, server: str, name: str) -> dict[str, A
     entry = await upstream(server, ctx.catalogue.entry(server))
     if entry.get("error"):
         return None  # unknown: let the upstream say (it may have come back)
-    tools: dict[str, dict[str, Any]] = {t["name"]: t for t in entry.get("tools") or []}
+    tools = ctx.catalogue.tools_by_name(server, entry).last
     if name not in tools:
         raise OpError(
             404,

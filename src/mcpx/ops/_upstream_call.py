@@ -173,10 +173,6 @@ async def request_for_caller(
         _reported(ctx, server, method, params) as outcome,
         recording(ctx, server, method, params, meta) as timing,
     ):
-        if timing is not None:
-            # The instance first, so its wait (and start) is timed apart from the call;
-            # the pool's own lookup below is then its lock-free common case.
-            timing.queued(await ctx.pool.instance(server, ctx.identity))
         if token is not None:
             meta["progressToken"] = token
         sent = {**params, "_meta": meta} if meta else params
@@ -190,6 +186,8 @@ async def request_for_caller(
             log_level=level,
             relay_input=relay_input,
             as_task=method == "tools/call" and _as_task(ctx, server, params, timeout),
+            # The instance's wait (and start) is timed apart from the call.
+            handed=timing.queued if timing is not None else None,
         )
         if method == "tools/call" and result.get("resultType", "complete") == "complete":
             problem = call_result_problem(result)
@@ -211,7 +209,8 @@ def _as_task(ctx: OpContext, server: str, params: dict[str, Any], timeout: float
     a budget longer than ``pool.callTimeout`` and an upstream that takes tasks."""
     entry = ctx.catalogue.known(server)
     name = params.get("name")
-    tool = next((t for t in entry.get("tools") or [] if t.get("name") == name), None)
+    tools = ctx.catalogue.tools_by_name(server, entry).first
+    tool = tools.get(name) if isinstance(name, str) else None
     execution = tool.get("execution") if isinstance(tool, dict) else None
     support = execution.get("taskSupport") if isinstance(execution, dict) else None
     if support == "required":

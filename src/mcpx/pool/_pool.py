@@ -191,6 +191,7 @@ class Pool:
         log_level: str | None = None,
         relay_input: bool = False,
         as_task: bool = False,
+        handed: Callable[[Instance], None] | None = None,
     ) -> dict[str, Any]:
         """One upstream call, bounded by the call budget (``timeout`` can only lower it).
 
@@ -201,10 +202,15 @@ class Pool:
         ``timeout`` then bounds the whole task and may exceed ``pool.callTimeout``, which
         bounds each of its exchanges.
 
+        ``handed``: told the instance once the pool has one for the call (a started one,
+        or started for it), before anything is sent (the call log times the wait).
+
         Raises:
             UnknownServer, McpError, UpstreamError: as for ``instance`` and the call.
         """
         inst = await self.instance(name, identity)
+        if handed is not None:
+            handed(inst)
         self._in_flight += 1
         try:
             budget = call_budget(self.settings, timeout)

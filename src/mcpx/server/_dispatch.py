@@ -207,8 +207,7 @@ async def _answer(
     # A 2026-07-28 host is never sent a request (its stdio transport forbids it); a
     # legacy one only once it has said initialized.
     asker = host_asker(view, rev, ask) if ask and rev not in MODERN and view.initialized else None
-    per_request = replace(
-        ctx,
+    per_request = ctx.evolve(
         passthrough=conn.passthrough,
         # A host always has a profile: its own, else the daemon's, else the default.
         profile=conn.profile or str(settings["mcp.profile"]) or DEFAULT_PROFILE,

@@ -182,7 +182,7 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
         )
         sent = _upstream_params(params)
         if ctx.caller is not None:  # the call log tells a forwarded request apart
-            ctx = replace(ctx, caller=replace(ctx.caller, door="passthrough"))
+            ctx = ctx.evolve(caller=replace(ctx.caller, door="passthrough"))
         return await request_for_caller(ctx, server, method, sent, relay_input=relay_input)
     except OpError as exc:  # refused before it was sent (too large or deep): the host's
         raise InvalidParams(exc.message, exc.details) from exc

@@ -1,0 +1,106 @@
+"""The web console: one page at ``/ui``, its static files, and ``/`` pointing at it.
+
+The page is plain HTML, CSS and JavaScript shipped in the package (``console/``): no
+build step, no CDN. Everything it shows and does goes through ``/v1``, as the CLI's
+requests do; the console adds no second way to do anything.
+
+Two guards beside the front door's (Host, Origin, content type):
+
+- A strict Content-Security-Policy on every answer here: scripts and styles only from
+  the daemon itself, no inline script, no framing. The console renders upstream text
+  with ``textContent`` only; the policy is the second wall if that ever slips.
+- A form token: the page carries a random token made once per daemon run
+  (``console_token``), and sends it as ``X-Mcpx-Console-Token`` on every request that
+  changes state. The front door refuses such a request from a browser (it has an
+  ``Origin``) without it (``FrontDoor``), so a page elsewhere that gets past the Origin
+  rule (a name in ``transport.allowedOrigins``) still cannot act through the console's
+  user.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from functools import cache
+from importlib import resources
+from typing import Final
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+__all__ = ["CONSOLE_TOKEN_HEADER", "console_routes", "console_token", "console_token_ok"]
+
+CONSOLE_TOKEN_HEADER: Final = "X-Mcpx-Console-Token"
+_CSP: Final = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "media-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+    "form-action 'self'"
+)
+_HEADERS: Final = {
+    "Content-Security-Policy": _CSP,
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+# The static files by name, with their types: nothing else under /ui/static is served.
+_STATIC: Final = {
+    "console.js": "text/javascript; charset=utf-8",
+    "forms.js": "text/javascript; charset=utf-8",
+    "render.js": "text/javascript; charset=utf-8",
+    "pages.js": "text/javascript; charset=utf-8",
+    "live.js": "text/javascript; charset=utf-8",
+    "dom.js": "text/javascript; charset=utf-8",
+    "console.css": "text/css; charset=utf-8",
+}
+_TOKEN_SLOT: Final = "{{console_token}}"
+
+
+@cache
+def console_token() -> str:
+    """This daemon run's form token (made on first use, kept for the process's life)."""
+    return secrets.token_urlsafe(32)
+
+
+def console_token_ok(given: str | None) -> bool:
+    """Whether ``given`` is this run's token (compared in constant time)."""
+    return given is not None and hmac.compare_digest(given.encode(), console_token().encode())
+
+
+@cache
+def _asset(name: str) -> str:
+    return resources.files("mcpx.daemon").joinpath("console", name).read_text(encoding="utf-8")
+
+
+async def _page(request: Request) -> Response:
+    # The token is URL-safe base64: nothing in it needs escaping in an attribute.
+    html = _asset("index.html").replace(_TOKEN_SLOT, console_token())
+    return HTMLResponse(html, headers=_HEADERS)
+
+
+async def _static(request: Request) -> Response:
+    name = request.path_params["name"]
+    kind = _STATIC.get(name)
+    if kind is None:
+        return Response(f"no console file {name[:100]!r}\n", 404, media_type="text/plain")
+    return Response(_asset(name), media_type=kind, headers=_HEADERS)
+
+
+_ROOT: Final = (
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>mcpx</title></head>'
+    '<body><p>This is an mcpx daemon. <a href="/ui">Open its web console</a>.</p></body></html>'
+)
+
+
+async def _root(request: Request) -> Response:
+    return HTMLResponse(_ROOT, headers=_HEADERS)
+
+
+def console_routes() -> list[Route]:
+    """``GET /ui`` (the page), ``GET /ui/static/{name}`` (its files), ``GET /`` (a link)."""
+    return [
+        Route("/ui", _page, methods=["GET"], name="console"),
+        Route("/ui/static/{name}", _static, methods=["GET"], name="console.static"),
+        Route("/", _root, methods=["GET"], name="root"),
+    ]
