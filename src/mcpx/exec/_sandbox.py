@@ -120,9 +120,11 @@ def sandboxed_argv(
     else:
         namespaces = ["--unshare-all"]
     argv = [bwrap, *namespaces, "--die-with-parent", "--new-session"]
-    argv += _system_binds() + _runtime_binds()
+    # The private /tmp first: a runtime that lives under /tmp (a checkout there, its venv)
+    # is then bound on top of it, not hidden by it.
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_bytes)]
     argv += ["--tmpfs", "/tmp"]  # 1777: the dropped uid writes there too
+    argv += _system_binds() + _runtime_binds()
     argv += ["--perms", "0755", "--dir", "/run", "--ro-bind", str(bootstrap), BOOTSTRAP_INSIDE]
     # No --chdir: bubblewrap, still root, may not enter the run dir; the bootstrap does.
     argv += ["--bind", str(run_dir), RUN_DIR_INSIDE, "--clearenv"]
