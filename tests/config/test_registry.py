@@ -202,6 +202,7 @@ SEEDED: list[tuple[str, object]] = [
     ("exec.maxOutput", 1024 * 1024),
     ("exec.memory", 1024 * 1024 * 1024),
     ("exec.processes", 64),
+    ("exec.maxRuns", 16),
     ("exec.sandbox", "auto"),
     ("http.maxBody", 16 * 1024 * 1024),
     ("http.maxSmallBody", 64 * 1024),

@@ -102,3 +102,13 @@ def test_with_bubblewrap_every_door_is_confined(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(handle_exec, "bwrap_path", lambda: "/usr/bin/bwrap")
     for door in ("cli", "mcp", "v1"):
         assert handle_exec._sandbox(_ctx(door)) == ("bwrap", "")
+
+
+@pytest.mark.anyio
+async def test_runs_beyond_exec_max_runs_are_refused() -> None:
+    settings = resolve(file=None, env={}, flags={"exec.maxRuns": "1"})
+    ctx = OpContext(pool=None, catalogue=None, settings=settings)  # type: ignore[arg-type]
+    with ctx.calls.run("run-1", None), pytest.raises(OpError) as refused:
+        await handle_exec.exec_run(ctx, {"code": "pass"})
+    assert refused.value.status == 429 and refused.value.code == "too_many_runs"
+    assert "exec.maxRuns" in refused.value.message

@@ -56,6 +56,7 @@ DAEMON_SETTINGS: Final[tuple[Setting, ...]] = (
     ),
     integer("exec.memory", 1024 * 1024 * 1024, "A script's address space, bytes (RLIMIT_AS).", 1),
     integer("exec.processes", 64, "Processes a script may run at once (RLIMIT_NPROC).", 1),
+    integer("exec.maxRuns", 16, "Scripts the daemon runs at once (429 beyond).", 1),
     Setting(
         "exec.sandbox",
         ChoiceKind(("auto", "bwrap", "none")),

@@ -55,6 +55,14 @@ _UNCONFINED: Final = (
 
 async def exec_run(ctx: OpContext, args: JSON) -> JSON | Status:
     name = str(args.get("name") or "<exec>")
+    most = int(ctx.settings["exec.maxRuns"])
+    if ctx.calls.runs() >= most:
+        raise OpError(
+            429,
+            "too_many_runs",
+            f"{most} scripts already run (exec.maxRuns): try again when one ends",
+            {"setting": "exec.maxRuns"},
+        )
     limits, clamped = _limits(ctx, args.get("timeoutSec"))
     sandbox, warning = _sandbox(ctx)
     warning += clamped

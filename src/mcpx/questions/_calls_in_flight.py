@@ -99,6 +99,10 @@ class CallsInFlight:
                 if entry.run == run_id:
                     entry.run, entry.asker = None, None
 
+    def runs(self) -> int:
+        """How many script runs are live."""
+        return len(self._runs)
+
     def run_asker(self, run_id: str) -> HostAsker | None:
         """How the starter of the live run ``run_id`` can be asked.
 
