@@ -280,3 +280,49 @@ async def test_a_bearer_token_from_a_dpop_server_is_sent_as_bearer() -> None:
         assert response.status_code == 200
         assert servers.token_proofs[0]["typ"] == "dpop+jwt"
         assert servers.resource_seen[-1] == ("Bearer", None)
+
+
+# -- what the call's telemetry is told ------------------------------------------------------
+
+
+async def test_each_request_the_flow_sends_again_is_a_retry_of_its_method() -> None:
+    """A 401 answered by a login and a 401 asking for a DPoP nonce each send the request
+    again: the call's watch (its CLIENT span's ``mcpx.retry`` events) is told both, with
+    the method the request carries; a request sent once tells nothing."""
+    from mcpx.client import REQUEST_WATCH
+    from mcpx.client._open import _resent
+    from mcpx.ops._telemetry_views import Called
+
+    class Watch:
+        def __init__(self) -> None:
+            self.retries: list[tuple[str, str]] = []
+
+        def sent(self, method: str, request_id: object) -> None:
+            return None
+
+        def retried(self, method: str, reason: str) -> None:
+            self.retries.append((method, reason))
+
+    with dpop_servers(rs_nonces="rs-n") as servers:
+        client = _client(servers)
+        watch = Watch()
+        token = REQUEST_WATCH.set(watch)
+        try:
+            async with httpx.AsyncClient(auth=client.auth(_resent)) as http:
+                frames = [
+                    {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "t"}}
+                    for i in (1, 2)
+                ]
+                first = await http.post(f"{servers.rs_url}/mcp", json=frames[0])
+                told = list(watch.retries)
+                second = await http.post(f"{servers.rs_url}/mcp", json=frames[1])
+        finally:
+            REQUEST_WATCH.reset(token)
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert told == [("tools/call", "oauth_token"), ("tools/call", "dpop_nonce")]
+    assert watch.retries == told  # the nonce was kept: the second went once
+
+    called = Called({"mcp.method.name": "tools/call"})
+    called.retried("", "dpop_nonce")  # a GET stream carries no method
+    [(name, attrs, _at)] = called.events
+    assert (name, attrs) == ("mcpx.retry", {"mcpx.retry.reason": "dpop_nonce"})

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import anyio
 import httpx
 
-from mcpx import spec
+from mcpx import spec, wire
 from mcpx.config import ServerConfig, Settings
 from mcpx.oauth import Authorizer, MemoryStore, OAuthClient, OAuthError, TokenStore
 from mcpx.transport import (
@@ -37,6 +37,7 @@ from ._connection import Unanswered, open_connection
 from ._era_cache import EraCache, Remembered
 from ._handler import DeclineEverything, QuestionHandler, QuestionOrigin
 from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
+from ._requests import REQUEST_WATCH
 from ._session import Session
 
 __all__ = ["Hooks", "open_session"]
@@ -314,7 +315,21 @@ class _Opener:
         assert server.url is not None and self.client is not None
         headers = {**dict(server.headers), **self.auth.headers}
         url = self.auth.url(server.url)
-        auth = self.oauth.auth() if self.oauth else None
+        auth = self.oauth.auth(_resent) if self.oauth else None
         if kind == "http":
             return open_streamable_http(url, headers=headers, client=self.client, auth=auth)
         return open_legacy_sse(url, headers=headers, client=self.client, auth=auth)
+
+
+def _resent(request: httpx.Request, reason: str) -> None:
+    """The OAuth flow sends ``request`` again: a retry of the call it belongs to (the
+    POST runs in the call's context, so the call's watch is the one set)."""
+    watch = REQUEST_WATCH.get()
+    if watch is None:
+        return
+    try:
+        frame = wire.loads(request.content)
+    except (httpx.RequestNotRead, wire.ParseError):  # a streamed body, or a GET's none
+        frame = None
+    method = frame.get("method") if isinstance(frame, dict) else None
+    watch.retried(method if isinstance(method, str) else "", reason)

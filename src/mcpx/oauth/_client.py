@@ -30,7 +30,7 @@ from ._discovery import Discovery, discover
 from ._dpop import DPoPProver
 from ._errors import LoginNeeded, OAuthError, Unavailable
 from ._grants import MACHINE_GRANTS, Assertion, machine_tokens
-from ._httpauth import OAuthAuth
+from ._httpauth import OAuthAuth, Resent
 from ._identity import ClientSettings, configured_identity, register_client
 from ._model import ClientIdentity, PendingLogin, Tokens
 from ._revoke import revoke
@@ -124,10 +124,11 @@ class OAuthClient:
         self._refresh_failed: str | None = None
         self._gave_up_on: str | None = None
 
-    def auth(self) -> httpx.Auth:
+    def auth(self, resent: Resent | None = None) -> httpx.Auth:
         """For the transports: the bearer on requests to the server's own origin, and
-        the flow on its 401 and 403 insufficient_scope answers."""
-        return OAuthAuth(self)
+        the flow on its 401 and 403 insufficient_scope answers (each request sent again
+        told to ``resent``)."""
+        return OAuthAuth(self, resent)
 
     # -- what the httpx.Auth asks --------------------------------------------------------
 

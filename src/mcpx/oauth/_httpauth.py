@@ -5,12 +5,13 @@ Only requests to the server's own origin are touched: they get the access token 
 401 (and 403 ``insufficient_scope``) answers run the client's flow, then the request is
 sent again, once per cause; a 401 asking for a DPoP nonce is answered by sending again
 once with it. Requests to any other origin pass untouched, so a token never leaves the
-resource's origin.
+resource's origin. Each request sent again is told to ``resent`` (the call's telemetry,
+with why: ``dpop_nonce``, ``oauth_token`` after a 401, ``oauth_scope`` after a 403).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 
 import httpx
@@ -20,7 +21,7 @@ from mcpx.transport import origin_of
 from ._challenge import Challenge, parse_challenge
 from ._dpop import DPoPProver, nonce_challenge
 
-__all__ = ["OAuthAuth"]
+__all__ = ["OAuthAuth", "Resent"]
 
 
 class Flow(Protocol):
@@ -37,10 +38,19 @@ class Flow(Protocol):
     def dpop_bound(self, token: str) -> bool: ...
 
 
+# Told of a request about to be sent again, and why.
+Resent = Callable[[httpx.Request, str], None]
+
+
+def _untold(request: httpx.Request, reason: str) -> None:
+    return None
+
+
 class OAuthAuth(httpx.Auth):
-    def __init__(self, client: Flow) -> None:
+    def __init__(self, client: Flow, resent: Resent | None = None) -> None:
         self._client = client
         self._origin = origin_of(httpx.URL(client.url))
+        self._resent = resent or _untold
 
     def sync_auth_flow(self, request: httpx.Request):  # type: ignore[no-untyped-def]
         raise RuntimeError("mcpx's OAuth needs an async httpx client")
@@ -61,6 +71,7 @@ class OAuthAuth(httpx.Auth):
                 if nonce_sent or not new_nonce:
                     return  # RFC 9449 §9: sent again once, with a nonce it just handed over
                 nonce_sent = True
+                self._resent(request, "dpop_nonce")
                 response = yield self._present(request, sent)
                 continue
             if response.status_code in causes:
@@ -74,6 +85,7 @@ class OAuthAuth(httpx.Auth):
             if not await self._client.answer_challenge(response.status_code, challenge, sent):
                 return
             sent = await self._client.bearer()
+            self._resent(request, "oauth_token" if response.status_code == 401 else "oauth_scope")
             response = yield self._present(request, sent)
         self._client.dpop.remember(response)
 

@@ -94,7 +94,11 @@ class Called:
             self.event("mcpx.task.poll", {"jsonrpc.request.id": str(request_id)})
 
     def retried(self, method: str, reason: str) -> None:
-        self.event("mcpx.retry", {"mcp.method.name": method, "mcpx.retry.reason": reason})
+        """``method`` sent again for ``reason``; "" when what was sent again carries no
+        method (the GET of a listen stream)."""
+        attrs = {"mcp.method.name": method} if method else {}
+        attrs["mcpx.retry.reason"] = reason
+        self.event("mcpx.retry", attrs)
 
     def restarted(self, reason: str, at: float) -> None:
         """The instance's start (for this call) began again another way at ``at`` (wall
