@@ -15,6 +15,8 @@ from mcpx.config import resolve
 from mcpx.ops import Caller, OpContext, OpError
 from mcpx.ops import _handle_exec as handle_exec
 from support.daemon import Daemon, legacy_session, running_daemon
+from support.modern import modern_headers, modern_meta, modern_params
+from support.waiting import wait_until
 
 DEMO: Final = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
 ACCEPT: Final = {"Accept": "application/json, text/event-stream"}
@@ -72,6 +74,45 @@ def test_a_legacy_host_runs_a_script_as_a_task(daemon: Daemon) -> None:
     shown = daemon.cli("task", "show", task_id)
     assert shown.returncode == 0, shown.stderr
     assert "mcpx" in shown.stdout and "completed" in shown.stdout, shown.stdout
+
+
+def test_a_modern_host_gets_a_long_script_as_an_extension_task(daemon: Daemon) -> None:
+    """2026-07-28 with the tasks extension: ``mcpx_exec`` (task support optional) running
+    longer than a moment is answered as a task at once, and ``tasks/get`` follows it to the
+    script's value."""
+    code = (
+        "from mcpx_tools import demo\n"
+        "def main():\n"
+        "    demo.slow(seconds=1.5, steps=1)\n"
+        "    return {'said': demo.echo(text='late')}\n"
+    )
+    meta = modern_meta({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+
+    def modern(mcp: httpx.Client, rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        frame = {"jsonrpc": "2.0", "id": rid, "method": method}
+        frame["params"] = modern_params(params, meta)
+        headers = modern_headers(method, params, accept="application/json")
+        r = mcp.post("/mcp", json=frame, headers=headers)
+        assert r.status_code == 200, r.text
+        answer: dict[str, Any] = r.json()
+        assert "result" in answer, answer
+        return dict(answer["result"])
+
+    with httpx.Client(base_url=daemon.info["url"], timeout=60) as mcp:
+        params = {"name": "mcpx_exec", "arguments": {"code": code}}
+        created = modern(mcp, 1, "tools/call", params)
+        assert created["resultType"] == "task", created
+        assert created["status"] == "working"
+        task_id = created["taskId"]
+
+        def ended() -> dict[str, Any] | None:
+            got = modern(mcp, 2, "tasks/get", {"taskId": task_id})
+            return got if got["status"] != "working" else None
+
+        done = wait_until(ended, timeout=60, message=f"task {task_id} ending")
+    assert done["status"] == "completed", done
+    assert done["result"].get("isError") is not True, done
+    assert done["result"]["structuredContent"] == {"said": "late"}
 
 
 def _ctx(door: str, sandbox: str = "auto") -> OpContext:
