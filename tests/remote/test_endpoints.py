@@ -245,6 +245,74 @@ def test_stop_remote_over_ssh_stops_the_remote_daemon(sshd: Sshd, tmp_path: Path
     _no_local_daemon(target)
 
 
+def _logging_ssh(tmp: Path, box: Sshd) -> tuple[str, Path]:
+    """An ssh command that writes each of its argument lists as a JSON line to a log, then
+    is ssh: what ran on the host, seen from here."""
+    log = tmp / "ssh-argv.jsonl"
+    wrapper = tmp / "logging-ssh"
+    wrapper.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        f"with open({str(log)!r}, 'a') as out:\n"
+        "    out.write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        "os.execvp('ssh', ['ssh', *sys.argv[1:]])\n"
+    )
+    wrapper.chmod(0o755)
+    return f"{wrapper} -F {box.config}", log
+
+
+def _ran_on_host(log: Path) -> list[str]:
+    """The remote commands the log shows, each as one string (ssh's own -O verbs left out)."""
+    ran = []
+    for line in log.read_text().splitlines():
+        argv = json.loads(line)
+        if "-O" not in argv and "-N" not in argv and HOST in argv:
+            ran.append(" ".join(argv[argv.index(HOST) + 1 :]))
+    return ran
+
+
+HOST = "mcpx-test-box"
+
+
+def test_the_hosts_state_dir_is_remembered_so_the_next_command_starts_no_mcpx_there(
+    sshd: Sshd, tmp_path: Path
+) -> None:
+    ssh, log = _logging_ssh(tmp_path, sshd)
+    target = ssh_target(sshd, tmp_path, MCPX_DAEMON_SSH_COMMAND=ssh)
+    first = target.cli("servers", "--json")
+    assert first.returncode == 0, first.stderr
+    assert _ran_on_host(log) == ["mcpx bridge --print-socket"]
+    remembered = target.local_state / "ssh-hosts.json"
+    assert remembered.stat().st_mode & 0o777 == 0o600
+    assert list(json.loads(remembered.read_text()).values()) == [str(sshd.remote_state)]
+    log.unlink()
+    called = target.cli("call", "demo", "echo", "text=remembered")
+    assert called.returncode == 0, called.stderr
+    assert "remembered" in called.stdout
+    assert _ran_on_host(log) == [f"cat {sshd.remote_state}/daemon.json"]
+    status = target.cli("status", "--json")
+    assert status.returncode == 0, status.stderr
+    info = sshd.remote_info()
+    assert info is not None and json.loads(status.stdout)["pid"] == info["pid"]
+    _no_local_daemon(target)
+
+
+def test_a_remembered_host_whose_daemon_stopped_is_started_again(
+    sshd: Sshd, tmp_path: Path
+) -> None:
+    ssh, log = _logging_ssh(tmp_path, sshd)
+    target = ssh_target(sshd, tmp_path, MCPX_DAEMON_SSH_COMMAND=ssh)
+    assert target.cli("servers").returncode == 0
+    sshd.stop_remote_daemon()
+    log.unlink()
+    called = target.cli("call", "demo", "echo", "text=again")
+    assert called.returncode == 0, called.stderr
+    assert "again" in called.stdout
+    ran = _ran_on_host(log)
+    assert ran[-1] == "mcpx bridge --print-socket", ran  # the fallback, which starts it
+    _no_local_daemon(target)
+
+
 def _zombie(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"

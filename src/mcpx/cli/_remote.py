@@ -28,13 +28,16 @@ from typing import Any, NoReturn
 import click
 
 from mcpx import __version__
-from mcpx.config import Settings
+from mcpx.config import Settings, state_dir
 
 from ._endpoint import Endpoint, Link, UnixLink, Unreachable, ssh_argv, tcp_link
 from ._http import DaemonHttp, Reply
 from ._ssh_link import SshLink
 
 __all__ = ["Remote", "missing_route", "reach", "refuse_unremote", "run_remote"]
+
+# ssh:// hosts' state dirs, remembered so the next command skips starting mcpx there.
+REMEMBERED_HOSTS = "ssh-hosts.json"
 
 
 @dataclass
@@ -76,7 +79,7 @@ def open_link(endpoint: Endpoint, settings: Settings, *, login_only: bool = Fals
         return UnixLink(endpoint)
     if endpoint.scheme != "ssh":
         return tcp_link(endpoint)
-    link = SshLink(endpoint, ssh_argv(settings))
+    link = SshLink(endpoint, ssh_argv(settings), state_dir(settings) / REMEMBERED_HOSTS)
     atexit.register(link.close)
     if login_only:
         link.open_master()

@@ -16,6 +16,12 @@ it as a multiplexed session, so the key exchange and login happen once:
    request runs ``mcpx bridge`` there instead, a stdio byte bridge to the daemon's
    socket: one remote process per request, slower, but needing nothing of sshd.
 
+Step 1 starts a Python on the host (~0.3 s). So the host's state dir it names is
+remembered here (``remembered``, per endpoint and ssh command), and the next command
+reads the ``daemon.json`` there with ``cat`` instead, forwarding the socket it names
+and asking ``/health`` through it. Anything short of that answering (no such file, a
+daemon gone, another socket) falls back to step 1, which starts the daemon if needed.
+
 A master of the user's own (``ControlMaster`` with a ``ControlPath`` in their ssh config,
 or ``-S`` in ``daemon.sshCommand``) that already answers for the host is used instead:
 no login at all. Nothing is started then, and the forwarding added to it is cancelled
@@ -36,6 +42,8 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -93,9 +101,10 @@ def remote_command(endpoint: Endpoint) -> list[str]:
 class SshLink:
     """The host's daemon through one ssh master; ``open`` before use, ``close`` after."""
 
-    def __init__(self, endpoint: Endpoint, ssh: list[str]) -> None:
+    def __init__(self, endpoint: Endpoint, ssh: list[str], remembered: Path | None = None) -> None:
         self.endpoint = endpoint
         self._ssh = ssh
+        self._remembered = remembered  # where the host's state dir is remembered
         self._dir = Path(tempfile.mkdtemp(prefix="mcpx-ssh-"))
         self._control = self._dir / "cm"
         self._local = self._dir / "daemon.sock"
@@ -125,8 +134,69 @@ class SshLink:
             Unreachable: ssh could not log in, or the host has no (usable) mcpx.
         """
         self.open_master()
+        known = self._known_facts()
+        if known is not None:
+            self._facts = known
+            if self._forward():
+                self._forwarded = True
+                return
+            if self._added:
+                self._forwarding("cancel")
+                self._added = False
         self._facts = self._remote_facts()
+        self._remember(str(self._facts.get("state") or ""))
         self._forwarded = self._forward()
+
+    # -- the host's state dir, remembered --------------------------------------------------
+
+    def _memory_key(self) -> str:
+        return shlex.join([*self._ssh, self.endpoint.text])
+
+    def _memory(self) -> dict[str, str]:
+        if self._remembered is None:
+            return {}
+        try:
+            memory = json.loads(self._remembered.read_text())
+        except (OSError, ValueError):
+            return {}
+        return memory if isinstance(memory, dict) else {}
+
+    def _remember(self, state: str) -> None:
+        """Keep ``state`` (the host's state dir) for the next command; best effort."""
+        if self._remembered is None or not state:
+            return
+        memory = self._memory()
+        if memory.get(self._memory_key()) == state:
+            return
+        memory[self._memory_key()] = state
+        fresh = self._remembered.with_name(f".{self._remembered.name}.{os.getpid()}")
+        with contextlib.suppress(OSError):
+            self._remembered.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                json.dump(memory, out)
+            os.replace(fresh, self._remembered)
+
+    def _known_facts(self) -> dict[str, Any] | None:
+        """The daemon's facts from the ``daemon.json`` in the remembered state dir, read
+        with ``cat`` (no Python started there); None when there is nothing to go on."""
+        state = self._memory().get(self._memory_key())
+        if not isinstance(state, str) or not state:
+            return None
+        try:
+            done = subprocess.run(
+                self.session("cat", shlex.quote(f"{state}/daemon.json")),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_CONNECT_WAIT,
+            )
+            facts = json.loads(done.stdout) if done.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired, ValueError):
+            return None
+        if not isinstance(facts, dict) or not isinstance(facts.get("socket"), str):
+            return None
+        facts = {k: facts[k] for k in ("socket", "pid", "version") if k in facts}
+        return {**facts, "state": state}
 
     def _fail(self, why: str) -> Unreachable:
         return Unreachable(f"cannot reach the daemon at {self.endpoint.text}: {why}")
