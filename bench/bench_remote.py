@@ -14,8 +14,10 @@ repetition), medians of ``--reps`` repetitions:
      host's first call (spawn, handshake, call) in seconds;
 (b)  the same host spawning ``ssh -F cfg mcpx-test-box mcpx serve --transport stdio``;
 (c)  ``mcpx call`` through ``ssh://`` one process per call (``--cli`` of them in a row,
-     each a fresh command that logs in): calls/s and the median latency; (c0) the same
-     against the local daemon, for scale;
+     each a fresh command that logs in, the host's state dir remembered from the last):
+     calls/s and the median latency; (cF) the same with the host forgotten before each
+     (``mcpx bridge --print-socket`` run there every time, as before it was remembered);
+     (c0) the same against the local daemon, for scale;
 (d)  the first call's latency of a fresh ``mcpx call`` through ``ssh://`` when ssh must
      log in (as (c)) against one riding an OpenSSH ControlMaster already up (started
      here with ``-M -S``; ``daemon.sshCommand`` is ``ssh -F cfg -S <ctl>``).
@@ -48,6 +50,7 @@ ROWS = [
     ("b", "(b)  SDK host -> ssh box mcpx serve"),
     ("c0", "(c0) mcpx call, local daemon, per process"),
     ("c", "(c)  mcpx call via ssh://, per process"),
+    ("cF", "(cF) (c), the host's state dir forgotten"),
     ("dM", "(dM) mcpx call via ssh://, ControlMaster up"),
 ]
 
@@ -87,8 +90,11 @@ def host(n: int, argv: list[str]) -> None:
 # --- the runner ------------------------------------------------------------------------------
 
 
-def _cli_call(env: dict[str, str]) -> float:
-    """Seconds of one ``mcpx call echo echo`` from a fresh process."""
+def _cli_call(env: dict[str, str], forget: bool = False) -> float:
+    """Seconds of one ``mcpx call echo echo`` from a fresh process; ``forget``: the ssh://
+    host's remembered state dir removed first."""
+    if forget:
+        (Path(env["MCPX_STATE_DIR"]) / "ssh-hosts.json").unlink(missing_ok=True)
     started = time.perf_counter()
     done = subprocess.run(
         [PY, "-m", "mcpx", "call", "echo", "echo", "text=x"],
@@ -149,9 +155,9 @@ def measure(n: int, cli: int, reps: int, work: Path) -> dict[str, list[float]]:
 
             return run
 
-        def cli_row(key: str, env: dict[str, str]) -> Callable[[], None]:
+        def cli_row(key: str, env: dict[str, str], forget: bool = False) -> Callable[[], None]:
             def run() -> None:
-                each = [_cli_call(env) for _ in range(cli)]
+                each = [_cli_call(env, forget) for _ in range(cli)]
                 results.setdefault(f"{key}/rps", []).append(len(each) / sum(each))
                 results.setdefault(f"{key}/first", []).append(statistics.median(each))
 
@@ -162,6 +168,7 @@ def measure(n: int, cli: int, reps: int, work: Path) -> dict[str, list[float]]:
             "b": serve_row("b", remote_serve, clean_env()),
             "c0": cli_row("c0", local["env"]),
             "c": cli_row("c", via_ssh),
+            "cF": cli_row("cF", via_ssh, forget=True),
         }
         with _control_master(ssh, box.host_alias, control):
             rows["dM"] = cli_row("dM", via_master)
@@ -188,6 +195,8 @@ def report(results: dict[str, list[float]], n: int, cli: int, reps: int) -> None
     login, shared = med["c/first"], med["dM/first"]
     print(f"(d) first call via ssh://: {login:.3f} s logging in, {shared:.3f} s on a master up")
     print(f"    ({login - shared:.3f} s for the login; (c0) local: {med['c0/first']:.3f} s)")
+    forgot = med["cF/first"]
+    print(f"(c) remembered host: {login:.3f} s, forgotten: {forgot:.3f} s ({forgot - login:.3f} s)")
 
 
 def main() -> None:
