@@ -236,8 +236,9 @@ def test_expired_token_is_refreshed_unnoticed(tmp_path: Path) -> None:
         assert login_pasted(d, "demo-oauth", []).returncode == 0
         first = d.cli("call", "demo-oauth", "whoami")
         assert first.returncode == 0, first.stderr
+        # Usually none yet; a loaded machine may have taken long enough for the daemon to
+        # renew the 3 s token early, as it should: the count before the expiry is the base.
         grants = httpx.get(issuer + "/admin/stats").json()["refreshGrants"]
-        assert grants == 0
         db = sqlite3.connect(d.state / "oauth.db")
         (data,) = db.execute("SELECT data FROM tokens").fetchone()
         db.close()
@@ -246,7 +247,7 @@ def test_expired_token_is_refreshed_unnoticed(tmp_path: Path) -> None:
         wait_until(lambda: time.time() > expires + 0.2, timeout=10)
         second = d.cli("call", "demo-oauth", "whoami")
         assert second.returncode == 0, second.stderr
-        assert httpx.get(issuer + "/admin/stats").json()["refreshGrants"] >= 1
+        assert httpx.get(issuer + "/admin/stats").json()["refreshGrants"] >= grants + 1
 
 
 def test_revoked_tokens_lead_to_login_needed(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ from mcpx.daemon import EX_STATE_FULL, DaemonPaths, demo_server
 from mcpx.ops import CLI_AGENT, PROFILE_HEADER
 
 from ._context import Loaded, load_settings, settings_options
-from ._endpoint import Endpoint, parse_endpoint
+from ._endpoint import Endpoint, link_http, parse_endpoint
 from ._http import DaemonHttp, Reply, UnixHttp
 from ._remote import Remote, missing_route, reach, refuse_unremote, run_remote
 
@@ -144,8 +144,7 @@ class DaemonClient:
         if self.profile:
             headers[PROFILE_HEADER] = self.profile
         if self.endpoint is not None:
-            link = self.remote().link
-            return DaemonHttp(link.connect, headers={**headers, **link.headers()})
+            return link_http(self.remote().link, headers=headers)
         return UnixHttp(str(self.paths.socket), headers=headers)
 
     def healthy(self) -> bool:
@@ -379,8 +378,16 @@ def _remote_status(facts: dict[str, Any], as_json: bool) -> None:
         return
     said = [f"mcpx {facts.get('version') or '(version unknown)'}"]
     said += [f"{key} {facts[key]}" for key in ("pid", "socket") if facts.get(key)]
+    if "auth" in facts:  # http(s): how this client proves who it is (never the secret)
+        said.append(_AUTH_SAID[facts["auth"]].format(facts.get("subject") or "(unnamed)"))
     click.echo(f"running: the daemon at {facts['endpoint']} ({', '.join(said)})")
 
+
+_AUTH_SAID = {
+    "environment": "token from $MCPX_DAEMON_TOKEN",
+    "login": "signed in as {} (mcpx auth login --daemon)",
+    "none": "no credentials",
+}
 
 _REMOTE = click.option(
     "--remote", is_flag=True, help="With daemon.endpoint set: act on that daemon (required)."

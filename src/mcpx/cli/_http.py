@@ -39,6 +39,7 @@ class UnixConnection(http.client.HTTPConnection):
 class Reply:
     status_code: int
     text: str
+    challenge: str = ""  # WWW-Authenticate, if any (a refusal a sign-in may answer)
 
     def json(self) -> Any:
         return json.loads(self.text)
@@ -77,7 +78,8 @@ class DaemonHttp:
         try:
             conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
-            return Reply(response.status, response.read().decode("utf-8", "replace"))
+            text = response.read().decode("utf-8", "replace")
+            return Reply(response.status, text, response.getheader("WWW-Authenticate") or "")
         finally:
             conn.close()
 

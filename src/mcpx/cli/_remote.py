@@ -30,7 +30,7 @@ import click
 from mcpx import __version__
 from mcpx.config import Settings, state_dir
 
-from ._endpoint import Endpoint, Link, UnixLink, Unreachable, ssh_argv, tcp_link
+from ._endpoint import Endpoint, Link, UnixLink, Unreachable, link_http, ssh_argv, tcp_link
 from ._http import DaemonHttp, Reply
 from ._ssh_link import SshLink
 
@@ -78,7 +78,7 @@ def open_link(endpoint: Endpoint, settings: Settings, *, login_only: bool = Fals
     if endpoint.scheme == "unix":
         return UnixLink(endpoint)
     if endpoint.scheme != "ssh":
-        return tcp_link(endpoint)
+        return tcp_link(endpoint, settings)
     link = SshLink(endpoint, ssh_argv(settings), state_dir(settings) / REMEMBERED_HOSTS)
     atexit.register(link.close)
     if login_only:
@@ -95,7 +95,7 @@ def reach(endpoint: Endpoint, settings: Settings) -> Remote:
         Unreachable: it cannot be reached, or refuses this client (exit 5).
     """
     link = open_link(endpoint, settings)
-    plain = DaemonHttp(link.connect, timeout=10, headers=link.headers())
+    plain = link_http(link, timeout=10)  # a kept sign-in is renewed here when it must be
     fail = f"cannot reach the daemon at {endpoint.text}"
     try:
         health = plain.request("GET", "/health")

@@ -81,7 +81,7 @@ def serve_remote(
     if endpoint.scheme == "unix":
         serve_stdio(DaemonPaths(Path(endpoint.path).parent).stdio_socket, options)
         return
-    headers = tcp_link(endpoint).headers()
+    headers = tcp_link(endpoint, loaded_settings).headers()  # a kept sign-in too
     if profile is not None:
         headers["Mcpx-Profile"] = profile
     drain = float(loaded_settings["transport.stdioDrain"])

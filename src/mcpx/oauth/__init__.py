@@ -20,11 +20,13 @@ endpoint, client auth, PKCE), ``_grants`` (client_credentials, JWT-bearer), ``_d
 from ._challenge import Challenge, parse_challenge
 from ._client import Authorizer, OAuthClient
 from ._discovery import Discovery, discover
-from ._errors import LoginNeeded, NotPending, OAuthError
+from ._errors import LoginNeeded, NotPending, OAuthError, Unavailable
 from ._logins import LOGIN_TTL, MAX_PENDING, Logins, state_of
 from ._model import ClientIdentity, PendingLogin, Tokens
+from ._revoke import revoke
 from ._sqlite_store import SqliteStore
 from ._store import MemoryStore, TokenStore, store_key
+from ._tokens import request_tokens
 
 __all__ = [
     "LOGIN_TTL",
@@ -43,8 +45,11 @@ __all__ = [
     "SqliteStore",
     "TokenStore",
     "Tokens",
+    "Unavailable",
     "discover",
     "parse_challenge",
+    "request_tokens",
+    "revoke",
     "state_of",
     "store_key",
 ]

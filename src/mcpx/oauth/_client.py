@@ -87,6 +87,7 @@ class OAuthClient:
         redirect_uri: str = "http://127.0.0.1:33418/callback",
         env: Mapping[str, str] | None = None,
         http: httpx.AsyncClient | None = None,
+        dpop: bool = True,  # False: plain Bearer tokens (a process too short-lived for a key)
     ) -> None:
         if server.url is None:
             raise OAuthError(f"{server.name}: OAuth needs an HTTP server (it has no url)")
@@ -108,7 +109,7 @@ class OAuthClient:
             private_key=_secret(block, "privateKey", env),
         )
         self.assertion = Assertion.from_block(block, env)
-        self.dpop = DPoPProver()
+        self.dpop = DPoPProver(used=dpop)
         self.store = store
         self.user = user
         self.key = store_key(server)
@@ -394,11 +395,15 @@ class OAuthClient:
 
     # -- for people: the CLI's login, status and logout ----------------------------------
 
-    async def begin_login(self, redirect_uri: str) -> PendingLogin:
-        """Discovery, the client identity and PKCE done: the URL a person opens."""
+    async def begin_login(
+        self, redirect_uri: str, challenge: Challenge | None = None
+    ) -> PendingLogin:
+        """Discovery (from the resource's ``challenge``, when given), the client identity
+        and PKCE done: the URL a person opens."""
+        challenge = challenge or Challenge()
         async with self._client() as http:
-            self._discovery = await discover(http, self.url)
-            scope = select_scope(None, self.scopes, self._discovery)
+            self._discovery = await discover(http, self.url, challenge.resource_metadata)
+            scope = select_scope(challenge.scope, self.scopes, self._discovery)
             return await self._begin(http, self._discovery, scope, redirect_uri)
 
     async def finish_login(self, pending: PendingLogin, redirected_url: str) -> Tokens:

@@ -52,7 +52,8 @@ def access_token_hash(access_token: str) -> str:
 class DPoPProver:
     """One client's DPoP key, its proofs, and the nonces servers handed it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, used: bool = True) -> None:
+        self.used = used  # False: no proofs at all (plain Bearer tokens)
         self._key = ec.generate_private_key(ec.SECP256R1())
         self.public_jwk: dict[str, Any] = ECAlgorithm.to_jwk(self._key.public_key(), as_dict=True)
         self._nonces: dict[tuple[str, str, int | None], str] = {}
@@ -60,11 +61,11 @@ class DPoPProver:
     def __repr__(self) -> str:
         return f"DPoPProver(kty=EC, crv=P-256, nonces={len(self._nonces)})"
 
-    @staticmethod
-    def offered_by(metadata: Mapping[str, Any]) -> bool:
-        """Whether an authorization server's metadata offers DPoP with our algorithm."""
+    def offered_by(self, metadata: Mapping[str, Any]) -> bool:
+        """Whether an authorization server's metadata offers DPoP with our algorithm (and
+        this prover is used)."""
         algs = metadata.get("dpop_signing_alg_values_supported")
-        return isinstance(algs, list) and ALGORITHM in algs
+        return self.used and isinstance(algs, list) and ALGORITHM in algs
 
     def proof(self, method: str, url: str | httpx.URL, *, access_token: str | None = None) -> str:
         """A fresh proof JWT for one request (§4.2); with ``ath`` for a resource request."""
