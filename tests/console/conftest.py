@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from support.daemon import Daemon, running_daemon, sdk_entry
+from support.peers import everything_server_command
 
 CHROMIUM = Path("/usr/bin/chromium")
 _ARGS = [
@@ -28,7 +29,13 @@ _ARGS = [
     "--disable-sync",
 ]
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-DEMO = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
+# Modern only: the pages show its era, and a probe raced by initialize on a loaded machine
+# (a start slower than upstream.probeTimeout) may class this dual-era server legacy.
+DEMO = {
+    "command": sys.executable,
+    "args": ["-m", "mcpx", "demo-server"],
+    "protocol": "force-discover",
+}
 HOSTILE = {"command": sys.executable, "args": [str(FIXTURES / "hostile_text_server.py")]}
 
 
@@ -47,6 +54,16 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     servers = {"demo": DEMO, "asker": sdk_entry("1.23.3"), "hostile": HOSTILE}
     servers["scripted"] = _scripted(tmp / "scripted.jsonl")
     with running_daemon(tmp, servers) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def everything_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """The demo and npm server-everything: prompts, resources, templates and blobs, and
+    tools that ask (URL-mode elicitation, sampling)."""
+    argv = everything_server_command("stdio")
+    servers = {"demo": DEMO, "everything": {"command": argv[0], "args": argv[1:]}}
+    with running_daemon(tmp_path_factory.mktemp("console-everything"), servers) as running:
         yield running
 
 

@@ -31,7 +31,8 @@ from typing import Any, Final
 import pytest
 
 from support.daemon import sdk_entry
-from support.sshd import Sshd, process_gone, running_sshd
+from support.processes import process_gone
+from support.sshd import Sshd, running_sshd
 from support.waiting import wait_until
 
 EX_DAEMON_GONE: Final = 6

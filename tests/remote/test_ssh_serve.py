@@ -30,7 +30,8 @@ import pytest
 
 from support.daemon import sdk_entry
 from support.peers import everything_server_command, peer_python, stdio_peer
-from support.sshd import Sshd, process_gone, running_sshd
+from support.processes import process_gone
+from support.sshd import Sshd, running_sshd
 from support.waiting import wait_until
 
 SERVE = ("mcpx", "serve", "--transport", "stdio")

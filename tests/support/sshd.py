@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from .peers import PROJECT, free_port, listen_addresses
+from .processes import proc_stat, process_gone
 from .schemas import frame_errors
 from .waiting import WaitTimedOut, wait_until
 
@@ -126,27 +127,11 @@ class Sshd:
 # --- processes, by pid -------------------------------------------------------------------
 
 
-def _stat(pid: int) -> list[str] | None:
-    """/proc/<pid>/stat's fields after the command name, or None when there is no such
-    process."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return raw[raw.rindex(")") + 2 :].split()
-
-
-def process_gone(pid: int) -> bool:
-    """Exited (a zombie nobody reaped counts: it holds nothing)."""
-    fields = _stat(pid)
-    return fields is None or fields[0] in ("Z", "X")
-
-
 def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            fields = _stat(int(entry.name))
+            fields = proc_stat(int(entry.name))
             if fields is not None and fields[1] == str(pid):
                 found.append(int(entry.name))
     return found

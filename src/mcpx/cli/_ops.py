@@ -1,11 +1,11 @@
 """CLI subcommands generated from the operations table.
 
-Each operation with a ``Cli`` spec becomes ``mcpx <command>``: its positional
-parameters in order, every other parameter an option, and ``--json`` for the
-raw response. ``mcpx call SERVER TOOL key=value … [--args JSON]`` adds
-argument parsing by the tool's own input schema. A streamed operation
-(``mcpx events``) prints what it gets as it comes (``_events``). Exit codes:
-0 success, 1 a tool reported an error (isError), 2 usage, 4 unknown name,
+Each operation with a ``Cli`` spec becomes ``mcpx <command>`` (``mcpx <group> <command>``
+when it names a group: ``mcpx server start NAME``): its positional parameters in order,
+every other parameter an option, and ``--json`` for the raw response. ``mcpx call SERVER
+TOOL key=value … [--args JSON]`` adds argument parsing by the tool's own input schema. A
+streamed operation (``mcpx events``) prints what it gets as it comes (``_events``). Exit
+codes: 0 success, 1 a tool reported an error (isError), 2 usage, 4 unknown name,
 5 upstream failed, 6 the daemon went away before answering, 7 its state dir is full,
 75 the call stopped on a question nobody present can answer (it goes on as a task:
 ``mcpx task result ID`` collects it).
@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from mcpx.ops import OPERATIONS, Operation, Param
+from mcpx.ops import CLI_GROUPS, OPERATIONS, Operation, Param
 
 from ._call_stream import EX_TEMPFAIL, parked, streamed_call
 from ._context import load_settings, settings_options
@@ -162,4 +162,18 @@ def _pair(pair: str) -> tuple[str, str]:
 
 
 def op_commands() -> list[click.Command]:
-    return [_command(op) for op in OPERATIONS if op.cli is not None]
+    """A command per operation with a ``Cli``; those naming a group, under it."""
+    commands: list[click.Command] = []
+    groups: dict[str, click.Group] = {}
+    for op in OPERATIONS:
+        if op.cli is None:
+            continue
+        if op.cli.group is None:
+            commands.append(_command(op))
+            continue
+        group = groups.get(op.cli.group)
+        if group is None:
+            group = groups[op.cli.group] = click.Group(op.cli.group, help=CLI_GROUPS[op.cli.group])
+            commands.append(group)
+        group.add_command(_command(op))
+    return commands

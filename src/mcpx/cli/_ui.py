@@ -3,6 +3,12 @@
 The daemon is started when it is not running, as for any command. The URL is printed
 first, so a person on a machine with no browser (or with ``--no-browser``) can open it
 elsewhere through a tunnel.
+
+When the daemon's port needs a token (``daemon.auth``), a browser cannot send one: the
+command asks the daemon (over its unix socket) for a one-time login ticket and opens
+``/ui/login#<ticket>``, which logs the browser in with a session cookie. The ticket is in
+the fragment, which a browser never sends; it works once, within two minutes. Printed
+(with ``--no-browser``) only then, since the person has to open it elsewhere.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from ._daemon import DaemonClient
 __all__ = ["ui_command"]
 
 _PAGE: Final = "/ui"
+_LOGIN: Final = "/ui/login"
 
 
 @click.command("ui")
@@ -38,5 +45,20 @@ def ui_command(no_browser: bool, **params: Any) -> None:
         raise click.ClickException("the daemon runs but says no URL: is its TCP port off?")
     page = url.rstrip("/") + _PAGE
     click.echo(page)
-    if not no_browser and not webbrowser.open(page):
-        click.echo("mcpx: no browser could be opened here; open the URL above", err=True)
+    opened = page
+    if str(client.loaded.settings["daemon.auth"]) != "none":
+        opened, life = _login_link(client, url)
+        if no_browser:
+            click.echo(f"log in (once, within {life:.0f} s) by opening: {opened}")
+    if not no_browser and not webbrowser.open(opened):
+        hint = "open the URL above" if opened == page else "run `mcpx ui --no-browser`"
+        click.echo(f"mcpx: no browser could be opened here; {hint}", err=True)
+
+
+def _login_link(client: DaemonClient, url: str) -> tuple[str, float]:
+    """The one-time login URL (the ticket in its fragment) and its seconds to live."""
+    reply = client.http().request("POST", "/ui/login/ticket", json_body={})
+    if reply.status_code != 200:
+        raise click.ClickException(f"the daemon gave no login ticket ({reply.status_code})")
+    answer = reply.json()
+    return f"{url.rstrip('/')}{_LOGIN}#{answer['ticket']}", float(answer["expiresIn"])

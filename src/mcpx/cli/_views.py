@@ -151,6 +151,25 @@ def _tasks(doc: Any) -> None:
     _table(["ID", "STATUS", "SERVER", "WHAT", "AGE", "MESSAGE"], rows)
 
 
+def _instance(doc: Any) -> None:
+    """What ``mcpx server start|stop|restart`` did: each instance stopped, then the one
+    started (its id, state, pid or URL, era and revision)."""
+    name = doc["server"]
+    for inst in doc.get("stopped") or []:
+        where = f"pid {inst['pid']}" if inst.get("pid") else inst.get("url") or "-"
+        click.echo(f"{name}: stopped instance {inst['id']} ({inst['scope']}, {where})")
+    started = doc.get("instance")
+    if started is None:
+        if not doc.get("stopped"):
+            click.echo(f"{name}: no instance was running")
+        return
+    where = f"pid {started['pid']}" if started.get("pid") else started.get("url") or "-"
+    era = " ".join(str(started[k]) for k in ("era", "revision") if started.get(k))
+    click.echo(
+        f"{name}: instance {started['id']} {started['state']} ({started['scope']}, {where}, {era})"
+    )
+
+
 def _age(seconds: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -166,4 +185,5 @@ _VIEWS = {
     "read": _read,
     "call": _call,
     "tasks": _tasks,
+    "instance": _instance,
 }

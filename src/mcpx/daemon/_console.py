@@ -15,6 +15,10 @@ Two guards beside the front door's (Host, Origin, content type):
   ``Origin``) without it (``FrontDoor``), so a page elsewhere that gets past the Origin
   rule (a name in ``transport.allowedOrigins``) still cannot act through the console's
   user.
+
+A daemon whose port needs a token logs a browser in at ``/ui/login`` (``_console_login``:
+the ticket ``mcpx ui`` asks for at ``POST /ui/login/ticket``, exchanged for a session
+cookie); the front door lets only the login page and its files through without one.
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ from importlib import resources
 from typing import Final
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+
+from ._console_login import TICKET_LIFE, console_logins, session_cookie
+from ._daemon_auth import PRINCIPAL
 
 __all__ = ["CONSOLE_TOKEN_HEADER", "console_routes", "console_token", "console_token_ok"]
 
@@ -52,6 +59,9 @@ _STATIC: Final = {
     "pages.js": "text/javascript; charset=utf-8",
     "live.js": "text/javascript; charset=utf-8",
     "dom.js": "text/javascript; charset=utf-8",
+    "browse.js": "text/javascript; charset=utf-8",
+    "stream.js": "text/javascript; charset=utf-8",
+    "login.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
 }
 _TOKEN_SLOT: Final = "{{console_token}}"
@@ -87,6 +97,45 @@ async def _static(request: Request) -> Response:
     return Response(_asset(name), media_type=kind, headers=_HEADERS)
 
 
+def _refused(status: int, code: str, message: str) -> Response:
+    body = {"error": {"code": code, "message": message}}
+    return JSONResponse(body, status, headers=_HEADERS)
+
+
+async def _login_page(request: Request) -> Response:
+    return HTMLResponse(_asset("login.html"), headers=_HEADERS)
+
+
+async def _ticket(request: Request) -> Response:
+    """A one-time login ticket for ``mcpx ui`` (over the unix socket or with a token)."""
+    if "origin" in request.headers:
+        # A page may not mint one: a browser logs in with the ticket mcpx ui hands it.
+        return _refused(403, "not_from_a_page", "login tickets are for `mcpx ui`, not pages")
+    ticket = console_logins().ticket(request.scope.get(PRINCIPAL))
+    return JSONResponse({"ticket": ticket, "expiresIn": TICKET_LIFE}, headers=_HEADERS)
+
+
+async def _login(request: Request) -> Response:
+    """A ticket (JSON body, from the login page) exchanged for a session cookie."""
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    if request.headers.get("origin") != own:
+        return _refused(403, "origin_not_allowed", "log in from the console's own login page")
+    try:
+        given = (await request.json()).get("ticket")
+    except (ValueError, AttributeError):
+        given = None
+    session = console_logins().redeem(given) if isinstance(given, str) else None
+    if session is None:
+        return _refused(
+            401,
+            "login_expired",
+            "this login link was used already or has expired: run `mcpx ui` again",
+        )
+    port = (request.scope.get("server") or ("", None))[1]
+    cookie = session_cookie(port, session, request.url.scheme == "https")
+    return JSONResponse({"ok": True}, headers={**_HEADERS, "Set-Cookie": cookie})
+
+
 _ROOT: Final = (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>mcpx</title></head>'
     '<body><p>This is an mcpx daemon. <a href="/ui">Open its web console</a>.</p></body></html>'
@@ -98,9 +147,13 @@ async def _root(request: Request) -> Response:
 
 
 def console_routes() -> list[Route]:
-    """``GET /ui`` (the page), ``GET /ui/static/{name}`` (its files), ``GET /`` (a link)."""
+    """``GET /ui`` (the page), ``GET /ui/static/{name}`` (its files), ``GET /`` (a link),
+    and the login: ``GET``/``POST /ui/login``, ``POST /ui/login/ticket``."""
     return [
         Route("/ui", _page, methods=["GET"], name="console"),
+        Route("/ui/login", _login_page, methods=["GET"], name="console.login.page"),
+        Route("/ui/login", _login, methods=["POST"], name="console.login"),
+        Route("/ui/login/ticket", _ticket, methods=["POST"], name="console.login.ticket"),
         Route("/ui/static/{name}", _static, methods=["GET"], name="console.static"),
         Route("/", _root, methods=["GET"], name="root"),
     ]

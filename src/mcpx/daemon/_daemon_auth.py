@@ -35,6 +35,7 @@ from ._oauth_auth import open_oauth
 
 __all__ = [
     "MIN_TOKEN",
+    "PRINCIPAL",
     "Authenticator",
     "Denied",
     "Exposure",
@@ -49,6 +50,9 @@ __all__ = [
 
 log = logging.getLogger("mcpx.daemon")
 
+# The ASGI scope key an accepted TCP request carries its caller in (set by the front door,
+# read by the routes that scope by caller, and by the console's login, which hands it on).
+PRINCIPAL: Final = "mcpx.principal"
 # 32 characters of secrets.token_urlsafe are 192 bits; of hex, 128. A person's password
 # is rarely this long, which is the point: these are machine-made.
 MIN_TOKEN: Final = 32

@@ -10,8 +10,12 @@ rebinding). So before any route runs, in this order, the first failure answering
    (``server.origin_allowed``, the rule ``/mcp`` has always used), else 403.
 3. ``Sec-Fetch-Site: cross-site`` is 403: a browser says so of a page elsewhere.
 4. ``daemon.auth`` (``Authenticator.check``): 401 with ``WWW-Authenticate`` otherwise
-   (403 for a token short of a scope). An accepted request carries who made it in
-   ``scope[PRINCIPAL]`` (``token:<name>``, ``oauth:<sub>``) for the routes to scope by.
+   (403 for a token short of a scope), saying that in a browser ``mcpx ui`` logs in. An
+   accepted request carries who made it in ``scope[PRINCIPAL]`` (``token:<name>``,
+   ``oauth:<sub>``) for the routes to scope by. A browser cannot send a token: instead a
+   web console session cookie (``_console_login``) is accepted on /ui and /v1 from the
+   daemon's own pages only (``_console_session``), and the login page and its files pass
+   without one.
    Then a /v1 request that changes state (any method but GET, HEAD, OPTIONS) and comes
    from a browser (it has an ``Origin``: browsers always send one on such requests)
    carries the web console's form token (``X-Mcpx-Console-Token``), else 403. Clients
@@ -62,7 +66,8 @@ from mcpx.server import host_allowed, origin_allowed
 from mcpx.wire import InvalidRequest
 
 from ._console import CONSOLE_TOKEN_HEADER, console_token_ok
-from ._daemon_auth import Authenticator, Denied
+from ._console_login import console_logins, cookie_name
+from ._daemon_auth import PRINCIPAL, Authenticator, Denied
 
 __all__ = ["PRINCIPAL", "FrontDoor", "routed"]
 
@@ -74,7 +79,6 @@ _CALLBACK: Final = "/oauth/callback"  # open for GET: see the module docstring
 _METADATA: Final = frozenset(
     {"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"}
 )
-PRINCIPAL: Final = "mcpx.principal"
 _MCP: Final = "/mcp"
 # Of the methods a browser sends cross-site without asking (GET, HEAD, POST), the one
 # that carries a body.
@@ -88,10 +92,22 @@ _WANTED: Final = frozenset(
         b"content-type",
         b"content-length",
         b"transfer-encoding",
+        b"cookie",
         CONSOLE_TOKEN_HEADER.lower().encode(),
     }
 )
 _READS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+# What a browser with no console session yet may fetch: the login page and its files.
+_LOGIN: Final = frozenset(
+    {
+        ("GET", "/ui/login"),
+        ("POST", "/ui/login"),
+        ("GET", "/ui/static/login.js"),
+        ("GET", "/ui/static/console.css"),
+    }
+)
+# Said with every 401: a person in a browser cannot send a token, and mcpx ui logs in.
+_BROWSER: Final = "; in a browser, run `mcpx ui` (it opens the web console logged in)"
 
 
 @dataclass(frozen=True)
@@ -203,13 +219,20 @@ class FrontDoor:
     async def _authorized(self, scope: Scope, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
         if self._auth is None:
             return None
+        session = _console_session(scope, headers)
+        if session is not None:
+            if session:
+                scope[PRINCIPAL] = session
+            return None
+        if (scope.get("method"), scope["path"]) in _LOGIN:
+            return None  # no session yet: the login page is how one is made
         given = headers.get(b"authorization", [])
         verdict = await self._auth.check(given[0] if len(given) == 1 else None, _reached(scope))
         if isinstance(verdict, Denied):
             return _Refusal(
                 verdict.status,
                 verdict.code,
-                verdict.message,
+                verdict.message + (_BROWSER if verdict.status == 401 else ""),
                 ((b"www-authenticate", verdict.challenge.encode()),),
             )
         log.debug("authenticated as %s", verdict.shown)
@@ -249,6 +272,38 @@ def _cross_site(headers: dict[bytes, list[bytes]]) -> _Refusal | None:
             "cross_site",
             "a browser request from another site (Sec-Fetch-Site: cross-site) is refused",
         )
+    return None
+
+
+def _console_session(scope: Scope, headers: dict[bytes, list[bytes]]) -> str | None:
+    """Who a live console session cookie stands for ("" for the daemon's owner), if the
+    request may use one: a request for /ui or /v1 that the browser says comes from the
+    daemon's own pages (``Sec-Fetch-Site: same-origin``, or ``none`` for an address typed
+    or opened by ``mcpx ui``), with no ``Origin`` but its own. A page on another port of
+    the same host is same-site, so ``SameSite=Strict`` alone would let its requests carry
+    the cookie: these rules do not. Else None."""
+    path = scope["path"]
+    if not (path == "/ui" or path.startswith(("/ui/static/", "/v1/"))):
+        return None
+    if _one(headers, b"sec-fetch-site") not in ("same-origin", "none"):
+        return None
+    origin, host = _one(headers, b"origin"), _one(headers, b"host")
+    if origin is not None and origin != f"{scope.get('scheme', 'http')}://{host}":
+        return None
+    port = (scope.get("server") or ("", None))[1]
+    value = _cookie(headers, cookie_name(port))
+    if value is None:
+        return None
+    live, principal = console_logins().session(value)
+    return (principal or "") if live else None
+
+
+def _cookie(headers: dict[bytes, list[bytes]], name: str) -> str | None:
+    for line in headers.get(b"cookie", []):
+        for part in line.decode("latin-1").split(";"):
+            key, eq, value = part.strip().partition("=")
+            if eq and key == name:
+                return value
     return None
 
 
@@ -301,6 +356,15 @@ def _json_body(scope: Scope, headers: dict[bytes, list[bytes]]) -> _Refusal | No
 async def _answer(scope: Scope, send: Send, refusal: _Refusal) -> None:
     if scope["path"] == _MCP:
         body = wire.dumps(wire.error(None, InvalidRequest(refusal.message)))
+    elif scope["path"] == "/ui" or scope["path"].startswith("/ui/"):
+        # The console's pages are read by a person: the words, not JSON.
+        text = f"{refusal.status} {refusal.code}: {refusal.message}\n".encode()
+        head = [(b"content-type", b"text/plain; charset=utf-8")]
+        head += [(b"content-length", str(len(text)).encode()), (b"connection", b"close")]
+        head += list(refusal.headers)
+        await send({"type": "http.response.start", "status": refusal.status, "headers": head})
+        await send({"type": "http.response.body", "body": text})
+        return
     else:
         body = wire.dumps(OpError(refusal.status, refusal.code, refusal.message).body())
     await _send_json(send, refusal.status, body, [(b"connection", b"close"), *refusal.headers])

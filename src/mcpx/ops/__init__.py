@@ -1,7 +1,8 @@
 """The operations table: every /v1 operation declared once, and what is made from it.
 
-- ``_table``, ``_operations``: the declarations (``OPERATIONS``), light: the CLI builds
-  its commands from them at every start.
+- ``_table``, ``_operations`` (with ``_operations_servers``, ``_operations_auth``): the
+  declarations (``OPERATIONS``), light: the CLI builds its commands from them at every
+  start.
 - ``_handlers`` and the ``_handle_*`` families: what each operation does, over the
   pool, the broker and the tasks; ``_upstream_call``: the one way to an upstream and
   the one map of its failures.
@@ -11,6 +12,7 @@
 - ``_uris``, ``_resource_owner``: the gateway's ``mcpx://`` resource names.
 - ``_call_record``, ``_call_timing``, ``_call_log``, ``_handle_log``: the call log (one
   record per upstream call, written off the call's path) and its operations.
+- ``_handle_servers``: an instance started, stopped or restarted by an operator.
 - ``_handle_exec``, ``_handle_gen``: script runs (``mcpx.exec``) and the client they import.
 
 The names that bring in the pool, the upstream client and the broker (the handlers,
@@ -26,6 +28,7 @@ from ._limits import ArgumentsTooLarge
 from ._openapi import openapi
 from ._operations import (
     CLI_AGENT,
+    CLI_GROUPS,
     OPERATIONS,
     PROFILE_HEADER,
     QUESTIONS_HEADER,
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLI_AGENT",
+    "CLI_GROUPS",
     "ERROR_SCHEMA",
     "HANDLERS",
     "METRICS_CONTENT_TYPE",

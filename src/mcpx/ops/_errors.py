@@ -7,6 +7,8 @@ invalid_input     400     input or tool arguments fail their schema (names the f
                           or nest over 64 levels deep (details.limit)
 unknown_server    404     no such server (details.known lists the valid names)
 unknown_tool      404     no such tool on the server (details.known)
+unknown_instance  404     the server runs no instance of that id (details.known: those it runs)
+forbidden         403     an OAuth caller stopping a shared instance or another caller's
 unknown_operation 404     no such route
 unknown_profile   400     Mcpx-Profile (or ?profile=) names a profile no server lists
                           (details.known lists the profiles)

@@ -21,6 +21,7 @@ from . import _handle_gen as gen
 from . import _handle_listings as listings
 from . import _handle_log as call_log
 from . import _handle_questions as questions
+from . import _handle_servers as servers
 from . import _handle_tasks as tasks
 from ._errors import OpError
 from ._table import Handler, Operation
@@ -35,6 +36,9 @@ HANDLERS: Final[Mapping[str, Handler]] = MappingProxyType(
         "health": listings.health,
         "protocol": listings.protocol,
         "servers_list": listings.servers_list,
+        "servers_start": servers.servers_start,
+        "servers_stop": servers.servers_stop,
+        "servers_restart": servers.servers_restart,
         "tools_list": listings.tools_list,
         "tools_describe": listings.tools_describe,
         "call": calls.call,

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from typing import Final
 
+from ._operations_auth import AUTH_OPERATIONS, REDIRECT_PATTERN
+from ._operations_servers import SERVER_GROUPS, SERVER_OPERATIONS
 from ._table import Cli, Operation, Param
 
 __all__ = [
     "CLI_AGENT",
+    "CLI_GROUPS",
     "OPERATIONS",
     "PROFILE_HEADER",
     "QUESTIONS_HEADER",
+    "REDIRECT_PATTERN",
     "RUN_HEADER",
     "TASK_NOTE",
     "by_name",
@@ -88,14 +92,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "The revision matrix and the effective spec policy",
         "protocol",
     ),
-    Operation(
-        "servers.list",
-        "GET",
-        "/v1/servers",
-        "Configured servers with each instance's state",
-        "servers_list",
-        cli=Cli("servers", view="servers"),
-    ),
+    *SERVER_OPERATIONS,  # the list, and an instance started, stopped, restarted
     Operation(
         "tools.list",
         "GET",
@@ -386,60 +383,11 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
 )
 
-# OAuth upstreams' logins (`mcpx auth`: its commands are in cli._auth). Not MCP tools:
-# a login needs a person and a browser (ops._handle_auth says more).
-# An http(s) URL with a host name or address and no fragment (RFC 6749 §3.1.2), in
-# printable ASCII: classes both Python's and ECMA's regular expressions read alike.
-REDIRECT_PATTERN: Final = (
-    r'^https?://[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[!"$-~]*)?$'
-)
-_AUTH_SERVER = Param(
-    "server", {"type": "string"}, "Configured server name", where="path", required=True
-)
-OPERATIONS += (
-    Operation(
-        "auth.status",
-        "GET",
-        "/v1/auth",
-        "OAuth upstreams: logged in, expiry, scopes, issuer, whether a login is needed and "
-        "why (no token is ever shown)",
-        "auth_status",
-    ),
-    Operation(
-        "auth.login",
-        "POST",
-        "/v1/auth/{server}/login",
-        "Begin a login: the authorization URL a person opens; its redirect comes back "
-        "to redirectUri, then to POST /v1/auth/callback",
-        "auth_login",
-        params=(
-            _AUTH_SERVER,
-            Param(
-                "redirectUri",
-                {"type": "string", "pattern": REDIRECT_PATTERN},
-                "Where the browser is sent back (a loopback listener)",
-                required=True,
-            ),
-        ),
-    ),
-    Operation(
-        "auth.callback",
-        "POST",
-        "/v1/auth/callback",
-        "Finish a login with the URL the browser was redirected to (state and iss checked)",
-        "auth_callback",
-        params=(Param("url", {"type": "string"}, "The redirected URL", required=True),),
-    ),
-    Operation(
-        "auth.logout",
-        "DELETE",
-        "/v1/auth/{server}",
-        "Log out of a server: its tokens revoked where it offers revocation, then dropped",
-        "auth_logout",
-        params=(_AUTH_SERVER,),
-    ),
-)
+# OAuth upstreams' logins (``_operations_auth``).
+OPERATIONS += AUTH_OPERATIONS
 
+# The CLI's command groups made from the table (``Cli.group``), each with its help.
+CLI_GROUPS: Final = {**SERVER_GROUPS}
 _BY_NAME = {op.name: op for op in OPERATIONS}
 
 

@@ -42,12 +42,14 @@ class Param:
 
 @dataclass(frozen=True)
 class Cli:
-    """How the operation appears as ``mcpx <command>``: which parameters are
+    """How the operation appears as ``mcpx <command>`` (``mcpx <group> <command>`` with a
+    ``group``, whose help the table's ``CLI_GROUPS`` gives): which parameters are
     positional (in order); the rest are options. ``view`` names the renderer."""
 
     command: str
     positional: tuple[str, ...] = ()
     view: str = "json"
+    group: str | None = None
 
 
 @dataclass(frozen=True)

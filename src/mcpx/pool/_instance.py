@@ -8,6 +8,7 @@ again: the pool starts a fresh one on the next call.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Mapping
@@ -39,6 +40,9 @@ __all__ = ["Instance"]
 
 log = logging.getLogger("mcpx.pool")
 
+# Each instance's own number, never reused in the daemon's life: /v1 names one by it.
+_IDS = itertools.count(1)
+
 
 class Instance:
     """A session to one server for one scope key."""
@@ -54,6 +58,7 @@ class Instance:
         handler: QuestionHandler | None = None,
         oauth: OAuthWiring | None = None,
     ) -> None:
+        self.id = next(_IDS)
         self.server = server
         self.scope_key = scope_key
         self._oauth = oauth
@@ -74,8 +79,10 @@ class Instance:
         self._idle: anyio.Event | None = None  # set when in_flight reaches 0, if awaited
         self._stop = anyio.Event()
         self._ended = anyio.Event()
-        # The scopes of the calls in flight, so that a stopping daemon can end them.
+        # The scopes of the calls in flight, so that a stopping daemon (or an operator)
+        # can end them, and why they were ended.
         self._calls: set[anyio.CancelScope] = set()
+        self._ending = "mcpx is stopping"
 
     @property
     def ended(self) -> anyio.Event:
@@ -226,7 +233,7 @@ class Instance:
                 )
             # Only end_calls cancels this scope: its caller is told why.
             raise UpstreamError(
-                f"{self.server.name}: mcpx is stopping, and {method} was ended before it finished"
+                f"{self.server.name}: {self._ending}, and {method} was ended before it finished"
             )
         finally:
             self._calls.discard(scope)
@@ -241,9 +248,11 @@ class Instance:
             self._idle = anyio.Event()
             await self._idle.wait()
 
-    def end_calls(self) -> None:
-        """End the calls in flight (the daemon is stopping): each fails with an
-        UpstreamError saying so, and the upstream is told of the cancellation."""
+    def end_calls(self, why: str = "mcpx is stopping") -> None:
+        """End the calls in flight (the daemon is stopping, or an operator stops this
+        instance): each fails with an UpstreamError saying ``why``, and the upstream is
+        told of the cancellation."""
+        self._ending = why
         for scope in list(self._calls):
             scope.cancel()
 
@@ -251,6 +260,7 @@ class Instance:
         negotiated = self.session.negotiated if self.session else None
         described = self.session.conn.transport.describe() if self.session else {}
         return {
+            "id": self.id,
             "scope": self.scope_key or "shared",
             "state": self.state,
             "era": negotiated.era.value if negotiated else None,

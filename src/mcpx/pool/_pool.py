@@ -13,6 +13,9 @@ Invariants:
 - Every instance task is owned by the pool's task group.
 - An instance holding resource subscriptions is not idle (``_watch``).
 - Once ``stop_calls`` is called no call starts, and none outlives its grace.
+- An instance an operator stops (``stop_instance``) is out of the pool before it ends:
+  its calls in flight fail with an error saying why, and the next call starts a fresh
+  one, as after any stop.
 """
 
 from __future__ import annotations
@@ -179,6 +182,25 @@ class Pool:
             del self._locks[key]
         await inst.stop()
 
+    async def stop_instance(self, inst: Instance, why: str) -> None:
+        """Stop ``inst`` now, at an operator's word (``why`` says so to its calls in flight).
+
+        Under its key's lock: a call arriving meanwhile waits, then starts a fresh instance.
+        Its ended calls unwind (the upstream is told) before the process is stopped.
+        """
+        key = (inst.server.name, inst.scope_key)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        async with lock:
+            if self._instances.get(key) is inst:
+                del self._instances[key]
+            inst.end_calls(why)
+            with anyio.move_on_after(_UNWIND):
+                await inst.drained()
+            await inst.stop()
+        log.info("%s: instance %d stopped (%s)", key[0], inst.id, why)
+
     async def request(
         self,
         name: str,
@@ -223,8 +245,10 @@ class Pool:
             self._in_flight -= 1
             if self._stopping is not None and not self._in_flight:
                 self._drained.set()
-            if not inst.usable:
-                self._instances.pop((name, inst.scope_key), None)
+            key = (name, inst.scope_key)
+            if not inst.usable and self._instances.get(key) is inst:
+                # Only this one: a newer instance may already stand under the key.
+                self._instances.pop(key)
 
     def holds(self, identity: str) -> bool:
         """Whether any instance is scoped to ``identity`` (there is something to release)."""

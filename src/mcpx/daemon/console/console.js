@@ -1,6 +1,7 @@
-// The console's router: one page per hash (#servers #tools #questions #events #calls),
-// each drawn from /v1 answers into <main>. A page's timers and streams end when it does.
+// The console's router: one page per hash (#servers #tools #prompts #resources #questions
+// #events #calls), each drawn from /v1 answers into <main>. A page's timers and streams end when it does.
 
+import { promptsPage, resourcesPage } from "./browse.js";
 import { api, clear, el } from "./dom.js";
 import { callsPage, eventsPage } from "./live.js";
 import { questionsPage, serversPage, toolsPage } from "./pages.js";
@@ -8,6 +9,8 @@ import { questionsPage, serversPage, toolsPage } from "./pages.js";
 const PAGES = {
   servers: ["Servers", serversPage],
   tools: ["Tools", toolsPage],
+  prompts: ["Prompts", promptsPage],
+  resources: ["Resources", resourcesPage],
   questions: ["Questions", questionsPage],
   events: ["Events", eventsPage],
   calls: ["Calls & tasks", callsPage],

@@ -3,13 +3,8 @@
 
 import { api, clear, el, errorText, jsonBlock, uid, when } from "./dom.js";
 import { renderResult } from "./render.js";
+import { follow } from "./stream.js";
 
-// EventSource hands a named event ("event: kind") only to that name's listeners.
-const KINDS = [
-  "call.finished", "list.changed", "message", "progress", "resource.updated", "resource.watching",
-  "server.log", "server.era.stale", "question.asked", "question.closed", "task.created",
-  "task.status", "task.finished", "config.reloaded", "config.rejected", "gap",
-];
 const KEPT = 500;
 
 function labelled(label, input) {
@@ -19,7 +14,9 @@ function labelled(label, input) {
 // -- Events ------------------------------------------------------------------------
 
 export function eventsPage(main, life) {
-  const kind = el("input", { id: uid("kind"), type: "search", placeholder: "e.g. call or server.log" });
+  // The kinds seen so far are offered as the filter's choices: none is listed by hand.
+  const seenKinds = el("datalist", { id: uid("kinds") });
+  const kind = el("input", { id: uid("kind"), type: "search", placeholder: "e.g. call or server.log", list: seenKinds.id });
   const server = el("input", { id: uid("server"), type: "search", placeholder: "server name" });
   const pause = el("button", { type: "button", "aria-pressed": "false" }, "Pause");
   const status = el("p", { class: "help", role: "status" }, "connecting…");
@@ -44,13 +41,11 @@ export function eventsPage(main, life) {
   kind.addEventListener("input", redraw);
   server.addEventListener("input", redraw);
   main.append(el("p", { class: "help" }, "The daemon's events as they happen; after a dropped connection the browser resumes from the last event it saw (Last-Event-ID)."),
-    el("div", { class: "row" }, labelled("Kind starts with", kind), labelled("Server", server), pause), status,
+    el("div", { class: "row" }, labelled("Kind starts with", kind), labelled("Server", server), pause), seenKinds, status,
     el("div", { class: "scroll" }, el("table", { class: "events" },
       el("thead", {}, el("tr", {}, ["Seq", "Time", "Kind", "Server", "Data"].map((h) => el("th", { scope: "col" }, h)))), rows)));
-  const source = new EventSource("/v1/events");
-  const take = (message) => {
-    let event;
-    try { event = JSON.parse(message.data); } catch { return; }
+  const take = (event) => {
+    if (![...seenKinds.options].some((o) => o.value === event.kind)) seenKinds.append(el("option", { value: String(event.kind) }));
     kept.push(event);
     if (kept.length > KEPT) kept.shift();
     if (paused()) { held += 1; status.textContent = `paused · ${held} new events held`; return; }
@@ -59,11 +54,17 @@ export function eventsPage(main, life) {
       while (rows.children.length > 200) rows.lastChild.remove();
     }
   };
-  KINDS.forEach((k) => source.addEventListener(k, take));
-  source.onmessage = take;
-  source.onopen = () => { status.textContent = "connected"; };
-  source.onerror = () => { status.textContent = "connection lost · reconnecting (resumes from the last event)"; };
-  life.onLeave(() => source.close());
+  const said = {
+    connecting: () => "connecting…",
+    open: (after) => (after === null ? "connected" : `connected · resumed after event ${after}`),
+    lost: ({ wait, why }) => `connection lost (${why}) · reconnecting in ${Math.ceil(wait / 1000)} s, resuming from the last event`,
+    stopped: () => "stopped",
+  };
+  const stop = follow("/v1/events", {
+    onEvent: take,
+    onState: (state, detail) => { if (!paused()) status.textContent = said[state](detail); },
+  });
+  life.onLeave(stop);
 }
 
 // -- Calls & tasks -----------------------------------------------------------------

@@ -6,29 +6,69 @@ import { renderMessages, renderResult } from "./render.js";
 
 // -- Servers -----------------------------------------------------------------------
 
-function instanceRow(server, inst) {
+// A start, stop or restart (POST /v1/servers/{server}/...; the api helper sends the form
+// token). `instance`: one instance's id, else the server's (start: the console's own).
+function lifecycle(server, what, instance) {
+  const body = instance === undefined ? {} : { instance };
+  return api("POST", `/v1/servers/${encodeURIComponent(server)}/${what}`, body);
+}
+
+// What a done action says: the instances stopped, then the one started.
+function doneText(server, body) {
+  const said = (body.stopped || []).map((i) => `stopped instance ${i.id}${i.pid ? ` (pid ${i.pid})` : ""}`);
+  if (body.instance) {
+    const i = body.instance;
+    said.push(`instance ${i.id} ${i.state}${i.pid ? ` (pid ${i.pid})` : i.url ? ` (${i.url})` : ""}`);
+  }
+  return `${server}: ${said.length ? said.join(", ") : "no instance was running"}`;
+}
+
+// One labelled button per action; `key` finds it again after a redraw (focus is kept).
+function actionButton(act, server, what, instance, label) {
+  const key = `${what}:${server}:${instance ?? ""}`;
+  const name = what[0].toUpperCase() + what.slice(1);
+  return el("button", {
+    type: "button", class: `action action-${what}`, "data-action": key, disabled: act.busy(server),
+    "aria-label": label, onclick: () => act.run(server, what, instance),
+  }, name);
+}
+
+function instanceRow(server, inst, act) {
   const where = inst.pid ? `pid ${inst.pid}` : inst.url ? String(inst.url) : "";
   const error = inst.lastError ? (typeof inst.lastError === "string" ? inst.lastError : JSON.stringify(inst.lastError)) : "";
-  return el("tr", { class: `state-${String(inst.state)}` },
+  const which = `${server.name} instance ${inst.id}${inst.scope && inst.scope !== "shared" ? ` (${inst.scope})` : ""}`;
+  return el("tr", { class: `state-${String(inst.state)}`, "data-instance": String(inst.id ?? "") },
     el("th", { scope: "row" }, server.name), el("td", {}, el("span", { class: "state" }, String(inst.state ?? ""))),
     el("td", {}, String(inst.era ?? "")), el("td", {}, String(inst.revision ?? "")), el("td", {}, where),
     el("td", {}, seconds(inst.uptime)), el("td", {}, String(inst.calls ?? "")), el("td", {}, String(inst.inFlight ?? "")),
-    el("td", { class: "error" }, error));
+    el("td", { class: "error" }, error),
+    el("td", { class: "actions" }, actionButton(act, server.name, "restart", inst.id, `Restart ${which}`),
+      actionButton(act, server.name, "stop", inst.id, `Stop ${which}`)));
 }
 
-function serverTable(servers) {
-  const head = ["Server", "State", "Era", "Revision", "Process / URL", "Uptime", "Calls", "In flight", "Last error"];
-  const body = el("tbody");
+function serverTable(servers, act) {
+  const head = ["Server", "State", "Era", "Revision", "Process / URL", "Uptime", "Calls", "In flight", "Last error", "Actions"];
+  const table = el("table", {}, el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col" }, h)))));
   for (const server of servers) {
+    const body = el("tbody", { "data-server": server.name });
     const instances = server.instances || [];
     if (!instances.length) {
       body.append(el("tr", { class: "state-idle" }, el("th", { scope: "row" }, server.name),
-        el("td", { colspan: 8 }, "not running: started on first use")));
+        el("td", { colspan: 8 }, "not running: started on first use"),
+        el("td", { class: "actions" }, actionButton(act, server.name, "start", undefined, `Start ${server.name}`))));
     }
-    instances.forEach((inst) => body.append(instanceRow(server, inst)));
+    instances.forEach((inst) => body.append(instanceRow(server, inst, act)));
+    // Scoped per identity (an instance per caller): the server's own actions beside them.
+    if (instances.length && (server.scope === "identity" || instances.length > 1)) {
+      body.append(el("tr", { class: "server-actions" }, el("td", { colspan: 9 }, `every instance of ${server.name}`),
+        el("td", { class: "actions" },
+          actionButton(act, server.name, "start", undefined, `Start ${server.name} (the console's own instance)`),
+          actionButton(act, server.name, "restart", undefined, `Restart ${server.name} (the console's own instance)`),
+          actionButton(act, server.name, "stop", undefined, `Stop every instance of ${server.name}`))));
+    }
+    table.append(body);
   }
-  return el("div", { class: "scroll" }, el("table", {},
-    el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col" }, h)))), body));
+  return el("div", { class: "scroll" }, table);
 }
 
 function serverDetails(servers) {
@@ -41,23 +81,58 @@ function serverDetails(servers) {
 
 export function serversPage(main, life) {
   const status = el("p", { class: "help", role: "status" });
+  const outcome = el("p", { class: "outcome", role: "status", "aria-live": "polite" });
   const table = el("div");
   const details = el("div");
+  const busy = new Set();
+  let refresh = async () => {};
+  const act = {
+    busy: (server) => busy.has(server),
+    async run(server, what, instance) {
+      const from = document.activeElement?.dataset?.action;
+      busy.add(server);
+      table.querySelectorAll(`tbody[data-server="${CSS.escape(server)}"] button.action`).forEach((b) => { b.disabled = true; });
+      outcome.className = "outcome";
+      outcome.textContent = `${server}: ${what === "stop" ? "stopping" : what === "start" ? "starting" : "restarting"}…`;
+      try {
+        const { status: code, body } = await lifecycle(server, what, instance);
+        outcome.className = code === 200 ? "outcome" : "outcome error";
+        outcome.textContent = code === 200 ? doneText(server, body) : `${server}: ${what} failed: ${errorText(body)}`;
+      } catch (exc) {
+        outcome.className = "outcome error";
+        outcome.textContent = `${server}: ${what} failed: ${exc.message}`;
+      } finally {
+        busy.delete(server);
+        await refresh();
+      }
+      // Keyboard focus back where it was: that button, else the server's first (a
+      // restarted instance has a new id, so new buttons).
+      if (from) {
+        const rows = table.querySelector(`tbody[data-server="${CSS.escape(server)}"]`);
+        (table.querySelector(`[data-action="${CSS.escape(from)}"]`) || rows?.querySelector("button.action"))?.focus();
+      }
+    },
+  };
   main.append(el("p", { class: "help" },
-    "Each configured server and its instances, refreshed every 2 s. Starting, stopping and ",
-    "restarting an instance are not in the /v1 API yet, so the console offers none."), status, table, details);
-  life.every(2000, async () => {
+    "Each configured server and its instances, refreshed every 2 s. Start, Restart and Stop act on an ",
+    "instance now (calls running on a stopped one fail, saying so); a stopped server starts again on its next call."),
+    status, outcome, table, details);
+  refresh = async () => {
     const { status: code, body } = await api("GET", "/v1/servers");
     if (code !== 200) {
       status.textContent = errorText(body);
       return;
     }
     status.textContent = `${body.servers.length} servers · updated ${new Date().toLocaleTimeString()}`;
-    clear(table).append(serverTable(body.servers));
+    // Redrawn every time: the focused action button is found again by its key.
+    const focused = document.activeElement?.dataset?.action;
+    clear(table).append(serverTable(body.servers, act));
+    if (focused) table.querySelector(`[data-action="${CSS.escape(focused)}"]`)?.focus();
     const open = new Set([...details.querySelectorAll("details[open] > summary")].map((s) => s.textContent));
     clear(details).append(...serverDetails(body.servers));
     details.querySelectorAll("details > summary").forEach((s) => { if (open.has(s.textContent)) s.parentElement.open = true; });
-  });
+  };
+  life.every(2000, () => refresh());
 }
 
 // -- Tools -------------------------------------------------------------------------

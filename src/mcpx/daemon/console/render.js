@@ -2,7 +2,7 @@
 // untrusted: text goes in as text, images and audio only as data: URLs of their own
 // image/* or audio/* type, links only when http(s).
 
-import { el, jsonBlock, link } from "./dom.js";
+import { append, el, jsonBlock, link } from "./dom.js";
 
 const IMAGE = /^image\/[A-Za-z0-9.+-]+$/;
 const AUDIO = /^audio\/[A-Za-z0-9.+-]+$/;
@@ -26,15 +26,35 @@ function textBlock(text) {
   return el("pre", { class: "text" }, text);
 }
 
-function resource(item) {
-  const res = item.resource || {};
-  const head = el("p", { class: "meta" }, "Embedded resource ", el("code", {}, String(res.uri ?? "")),
+// A blob the page will not show, offered as a download: typed application/octet-stream
+// whatever the upstream said, so the browser saves it and never renders it here.
+function download(res) {
+  const bytes = Uint8Array.from(atob(res.blob.replace(/\s/g, "")), (c) => c.charCodeAt(0));
+  const href = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
+  const name = (String(res.uri ?? "").split(/[/?#]/).filter(Boolean).pop() || "resource").replace(/[^A-Za-z0-9._-]/g, "_");
+  return el("p", {}, `${bytes.length} bytes of ${res.mimeType || "data"} · `,
+    el("a", { href, download: name, class: "download" }, `Download ${name}`));
+}
+
+// One resource's contents (a read's, or an embedded resource's): text (JSON folded),
+// an image or audio of its own type, else a blob's size and a download.
+export function resourceContents(res, label = "Resource") {
+  const head = el("p", { class: "meta" }, `${label} `, el("code", {}, String(res.uri ?? "")),
     res.mimeType ? ` (${res.mimeType})` : "");
-  if (typeof res.text === "string") return el("div", { class: "content resource" }, head, textBlock(res.text));
+  const box = el("div", { class: "content resource" }, head);
+  if (typeof res.text === "string") return append(box, [textBlock(res.text)]);
   const image = dataUrl(res.mimeType, res.blob, IMAGE);
-  if (image) return el("div", { class: "content resource" }, head, el("img", { src: image, alt: `resource ${res.uri ?? ""}` }));
-  const size = typeof res.blob === "string" ? `${Math.floor((res.blob.length * 3) / 4)} bytes (base64)` : "no content";
-  return el("div", { class: "content resource" }, head, el("p", {}, size));
+  if (image) return append(box, [el("img", { src: image, alt: `resource ${res.uri ?? ""}` })]);
+  const audio = dataUrl(res.mimeType, res.blob, AUDIO);
+  if (audio) return append(box, [el("audio", { controls: true, src: audio, "aria-label": `audio ${res.uri ?? ""}` })]);
+  if (typeof res.blob === "string" && BASE64.test(res.blob)) {
+    try {
+      return append(box, [download(res)]);
+    } catch {
+      // not base64 after all: said below
+    }
+  }
+  return append(box, [el("p", { class: "error" }, typeof res.blob === "string" ? "a blob that is not base64" : "no content")]);
 }
 
 export function contentItem(item) {
@@ -59,7 +79,7 @@ export function contentItem(item) {
         item.description ? el("p", { class: "help" }, String(item.description)) : null,
         item.uri ? el("p", { class: "meta" }, el("code", {}, String(item.uri))) : null);
     case "resource":
-      return resource(item);
+      return resourceContents(item.resource || {}, "Embedded resource");
     default:
       return jsonBlock(item, `content of type ${String(item.type)}`, true);
   }
