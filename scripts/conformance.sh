@@ -113,7 +113,7 @@ run_leg() { # leg revision baseline-file|"" target... (the --url or --command ar
   shift 3
   local dir="$OUT/$leg-$revision"
   local argv=(node "$SUITE/dist/index.js" "$leg" "$@" --requirements "$revision" -o "$dir")
-  if [ "$leg" = client ]; then argv+=(--timeout 60000); fi
+  if [ "$leg" = client ]; then argv+=(--timeout 180000); fi
   if [ -n "$baseline" ]; then argv+=(--expected-failures "$baseline"); fi
   echo "== $leg leg, $revision" >&2
   "${argv[@]}" >"$dir.log" 2>&1 || rc=$?

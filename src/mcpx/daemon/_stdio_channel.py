@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Coroutine
 from contextlib import suppress
 from typing import Any, Final
 
@@ -240,9 +241,13 @@ class StdioChannel:
                     while more:
                         line, more = await _read_line(reader)
                         if line.strip():
-                            # A line read is served, whatever stops the reading now.
-                            with anyio.CancelScope(shield=True):
-                                await self._frame(line, workers)
+                            # A line read is served, whatever stops the reading now: a
+                            # request is handed to a task at once; what is settled in
+                            # line (the handshake, a notification) runs shielded.
+                            settle = self._frame(line, workers)
+                            if settle is not None:
+                                with anyio.CancelScope(shield=True):
+                                    await settle
                             if self.session.slots.waiting and not self.session.asking:
                                 await self._paced()
             finally:
@@ -258,35 +263,38 @@ class StdioChannel:
                 self.session.questions.gone()
             requests.cancel_scope.deadline = anyio.current_time() + drain
 
-    async def _frame(self, line: bytes, requests: Workers) -> None:
+    def _frame(self, line: bytes, requests: Workers) -> Coroutine[Any, Any, None] | None:
+        """Serve one line: a request goes to a task of ``requests``; what must be settled
+        before the next line is read (a notification, a response, ``initialize``) is
+        returned, for the caller to await."""
         try:
             decoded = wire.decode(line, batch_ok=self.session.batches)
         except McpError as exc:
             self._refuse(wire.error(exc.request_id, exc))
-            return
+            return None
         if decoded.batch:
             refusal = self.session.batch_refusal(decoded, self.ctx.settings)
             if refusal is not None:
                 self._refuse(wire.error(refusal.request_id, refusal))
-                return
+                return None
             requests.start_soon(self._batch, decoded)
-            return
+            return None
         kind, frame = decoded.messages[0]
         if kind is not Kind.REQUEST:
-            await self.session.take(kind, frame, self.ctx)
-        elif frame.get("method") == "initialize":
-            await self._request(frame)  # in line: settled before the next line is read
-        else:
-            settings = self.ctx.settings
-            if self.session.slots.waiting >= int(settings["proto.maxConcurrentCalls"]):
-                # (Only while reading goes on for a question's answer.)
-                self._refuse(wire.error(frame["id"], too_many_running(settings, waiting=True)))
-                return
-            # Registered before the task runs, so a cancel on the next line finds it.
-            scope = self.session.in_flight.register(frame["id"])
-            if frame.get("method") == "subscriptions/listen":
-                self._listens.add(scope)
-            requests.start_soon(self._request, frame, scope)
+            return self.session.take(kind, frame, self.ctx)
+        if frame.get("method") == "initialize":
+            return self._request(frame)  # in line: settled before the next line is read
+        settings = self.ctx.settings
+        if self.session.slots.waiting >= int(settings["proto.maxConcurrentCalls"]):
+            # (Only while reading goes on for a question's answer.)
+            self._refuse(wire.error(frame["id"], too_many_running(settings, waiting=True)))
+            return None
+        # Registered before the task runs, so a cancel on the next line finds it.
+        scope = self.session.in_flight.register(frame["id"])
+        if frame.get("method") == "subscriptions/listen":
+            self._listens.add(scope)
+        requests.start_soon(self._request, frame, scope)
+        return None
 
     def _refuse(self, error: wire.Frame) -> None:
         # Refused before dispatch judged it: traced here with no revision, as /mcp traces

@@ -195,7 +195,7 @@ class Telemetry:
         upstream: its trace context becomes this span's. ``upstream``: the attributes
         the server's config gives (transport, address)."""
         attrs = mcp_attributes(method, params) | dict(upstream)
-        called = Called(attrs)
+        called = Called(attrs, traced=self.otel is not None)
         started = time.monotonic()
         self.prom.in_flight(server, 1)
         if self.otel is not None:

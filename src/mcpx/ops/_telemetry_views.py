@@ -57,10 +57,13 @@ class Called:
     its ``mcpx.era.probe``, ``mcpx.question.wait``) met on the way. It is the client's
     ``RequestWatch`` for the call: told each request's id and each retry."""
 
-    __slots__ = ("attrs", "children", "error", "events", "result")
+    __slots__ = ("attrs", "children", "error", "events", "result", "traced")
 
-    def __init__(self, attrs: dict[str, Any]) -> None:
+    def __init__(self, attrs: dict[str, Any], *, traced: bool = True) -> None:
         self.attrs = attrs
+        # Untraced (no OpenTelemetry): events and child spans have no reader, so none is
+        # made; the attributes and the error still label the metrics.
+        self.traced = traced
         self.error: tuple[str, str | None] | None = ("_OTHER", None)  # until it answers
         self.result: Mapping[str, Any] | None = None
         self.events: list[Event] = []
@@ -79,13 +82,16 @@ class Called:
             self.attrs["mcp.protocol.version"] = revision
         if session_id is not None:
             self.attrs["mcp.session.id"] = session_id
+        if not self.traced:
+            return
         if started is not None:
             self.children.append(started)
         self.event("mcpx.instance.ready", {"mcpx.wait.seconds": round(waited, 6)})
 
     def event(self, name: str, attrs: dict[str, Any], at: int | None = None) -> None:
         """An event now, or ``at`` (wall-clock ns) when it is told afterwards."""
-        self.events.append((name, attrs, time.time_ns() if at is None else at))
+        if self.traced:
+            self.events.append((name, attrs, time.time_ns() if at is None else at))
 
     def sent(self, method: str, request_id: RequestId) -> None:
         if method == self.attrs["mcp.method.name"]:

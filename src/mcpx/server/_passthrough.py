@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from mcpx.ops import OpError, request_for_caller, upstream_error
+from mcpx.ops import Caller, OpError, request_for_caller, upstream_error
 from mcpx.spec import TASKS_EXTENSION
 from mcpx.wire import InternalError, InvalidParams, McpError
 
@@ -181,8 +180,11 @@ async def forward(ctx: OpContext, server: str, method: str, params: Mapping[str,
             and not _takes_tasks(ctx.host_capabilities)
         )
         sent = _upstream_params(params)
-        if ctx.caller is not None:  # the call log tells a forwarded request apart
-            ctx = ctx.evolve(caller=replace(ctx.caller, door="passthrough"))
+        caller = ctx.caller
+        if caller is not None:  # the call log tells a forwarded request apart
+            # (Made directly: dataclasses.replace costs several times as much.)
+            through = Caller("passthrough", caller.transport, caller.who, caller.revision)
+            ctx = ctx.evolve(caller=through)
         return await request_for_caller(ctx, server, method, sent, relay_input=relay_input)
     except OpError as exc:  # refused before it was sent (too large or deep): the host's
         raise InvalidParams(exc.message, exc.details) from exc
