@@ -3,8 +3,8 @@
 ``recording`` wraps a call in ``request_for_caller``: it is told when the pool handed
 over an instance (``queued``: the wait, the upstream's revision) and the upstream's
 answer (``answered``), and on the way out, however the call ended, it makes the one
-record and hands it to the context's recorder. Without a recorder it yields None and
-costs nothing.
+record and hands it to the context's recorder, after the answer has gone (``later``).
+Without a recorder it yields None and costs nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from mcpx.wire import McpError
 
 from ._call_record import CallRecord, CallRecorder, Outcome, redact_error, redact_payload, trace_id
 from ._errors import OpError
+from ._later import later
 from ._telemetry import network_transport
 from ._telemetry_views import Called, Child, Event
 
@@ -112,7 +113,22 @@ def recording(
             if watching is not None:
                 REQUEST_WATCH.reset(watching)
             if recorder is not None:
-                recorder.record(_record(ctx, recorder, server, method, params, timing, error))
+                # Made after the answer has gone (``later``), as it was when the call ended.
+                ended = time.monotonic()
+                later(_hand, ctx, recorder, server, method, params, timing, error, ended)
+
+
+def _hand(
+    ctx: OpContext,
+    recorder: CallRecorder,
+    server: str,
+    method: str,
+    params: dict[str, Any],
+    timing: _Timing,
+    error: BaseException | None,
+    ended: float,
+) -> None:
+    recorder.record(_record(ctx, recorder, server, method, params, timing, error, ended))
 
 
 def _record(
@@ -123,8 +139,8 @@ def _record(
     params: dict[str, Any],
     timing: _Timing,
     error: BaseException | None,
+    now: float,
 ) -> CallRecord:
-    now = time.monotonic()
     handed = timing.handed if timing.handed is not None else now
     caller = ctx.caller
     target = params.get(_TARGET.get(method, ""))

@@ -37,6 +37,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
+from ._later import later
 from ._telemetry_views import Called, Child, Served
 
 if TYPE_CHECKING:
@@ -80,6 +81,18 @@ def network_transport(transport: str | None) -> str | None:
     if transport == "stdio":
         return "pipe"
     return {"http": "tcp", "sse": "tcp", "unix": "unix"}.get(transport or "")
+
+
+def _server_attributes(
+    frame: Mapping[str, Any], transport: str | None, request_id: object
+) -> dict[str, Any]:
+    params = frame.get("params")
+    attrs = mcp_attributes(str(frame.get("method")), params if isinstance(params, Mapping) else {})
+    if (net := network_transport(transport)) is not None:
+        attrs["network.transport"] = net
+    if request_id is not None:
+        attrs["jsonrpc.request.id"] = str(request_id)
+    return attrs
 
 
 def mcp_attributes(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -160,27 +173,38 @@ class Telemetry:
         self, frame: Mapping[str, Any], transport: str | None, request_id: object
     ) -> Iterator[Served]:
         """The SERVER side of one host request; the caller tells ``answered``."""
-        params = frame.get("params")
-        params = params if isinstance(params, Mapping) else {}
-        attrs = mcp_attributes(str(frame.get("method")), params)
-        if (net := network_transport(transport)) is not None:
-            attrs["network.transport"] = net
-        if request_id is not None:
-            attrs["jsonrpc.request.id"] = str(request_id)
         started = time.monotonic()
+        if self.otel is None:
+            # Only the metrics: their attributes are made after the answer (``later``).
+            served = Served({})
+            try:
+                yield served
+            finally:
+                took = time.monotonic() - started
+                later(self._served, frame, transport, request_id, served, took)
+            return
+        attrs = _server_attributes(frame, transport, request_id)
         served = Served(attrs)
         try:
-            if self.otel is None:
+            params = frame.get("params")
+            meta = params.get("_meta") if isinstance(params, Mapping) else None
+            with self.otel.server_span(attrs, meta, served):
                 yield served
-            else:
-                meta = params.get("_meta")
-                with self.otel.server_span(attrs, meta, served):
-                    yield served
         finally:
             took = time.monotonic() - started
             self.prom.served(attrs, served.error, took)
-            if self.otel is not None:
-                self.otel.served(attrs, served.error, took)
+            self.otel.served(attrs, served.error, took)
+
+    def _served(
+        self,
+        frame: Mapping[str, Any],
+        transport: str | None,
+        request_id: object,
+        served: Served,
+        took: float,
+    ) -> None:
+        attrs = _server_attributes(frame, transport, request_id) | served.attrs
+        self.prom.served(attrs, served.error, took)
 
     @contextmanager
     def calling(
@@ -194,30 +218,46 @@ class Telemetry:
         """The CLIENT side of one upstream call. ``meta`` is the ``_meta`` that goes
         upstream: its trace context becomes this span's. ``upstream``: the attributes
         the server's config gives (transport, address)."""
-        attrs = mcp_attributes(method, params) | dict(upstream)
-        called = Called(attrs, traced=self.otel is not None)
         started = time.monotonic()
-        self.prom.in_flight(server, 1)
-        if self.otel is not None:
-            self.otel.in_flight(server, 1)
-        try:
-            if self.otel is None:
+        if self.otel is None:
+            # Only the metrics, counted after the request is sent and after the answer
+            # (``later``), their attributes made then.
+            called = Called({"mcp.method.name": method}, traced=False)
+            later(self.prom.in_flight, server, 1)
+            try:
                 yield called
-            else:
-                self._calls.setdefault(server, []).append(called)
-                try:
-                    with self.otel.client_span(attrs, meta, called, self.payloads, params):
-                        yield called
-                finally:
-                    self._left(server, called)
+            finally:
+                took = time.monotonic() - started
+                later(self._called, server, method, params, upstream, called, took)
+            return
+        attrs = mcp_attributes(method, params) | dict(upstream)
+        called = Called(attrs)
+        self.prom.in_flight(server, 1)
+        self.otel.in_flight(server, 1)
+        self._calls.setdefault(server, []).append(called)
+        try:
+            with self.otel.client_span(attrs, meta, called, self.payloads, params):
+                yield called
         finally:
+            self._left(server, called)
             self.prom.in_flight(server, -1)
-            if self.otel is not None:
-                self.otel.in_flight(server, -1)
+            self.otel.in_flight(server, -1)
             took = time.monotonic() - started
             self.prom.called(server, attrs, called.error, took)
-            if self.otel is not None:
-                self.otel.called(server, attrs, called.error, took)
+            self.otel.called(server, attrs, called.error, took)
+
+    def _called(
+        self,
+        server: str,
+        method: str,
+        params: Mapping[str, Any],
+        upstream: Mapping[str, Any],
+        called: Called,
+        took: float,
+    ) -> None:
+        self.prom.in_flight(server, -1)
+        attrs = mcp_attributes(method, params) | dict(upstream) | called.attrs
+        self.prom.called(server, attrs, called.error, took)
 
     def _left(self, server: str, called: Called) -> None:
         calls = self._calls[server]

@@ -13,7 +13,8 @@ Invariants:
 - A JSON-RPC error is the upstream's only when it sent it (``remote``); a local one (a
   request that could not be encoded) is mcpx's own failure, never blamed on the upstream
   (C-ERR-6).
-- A ``call.finished`` event is published for every ``tools/call``, however it ends.
+- A ``call.finished`` event is published for every ``tools/call``, however it ends (just
+  after its answer has gone: ``later``).
 - A ``tools/call`` runs as an upstream task (``_as_task``) when the catalogued tool's
   ``execution.taskSupport`` is ``required``, or ``optional`` with a caller's budget longer
   than ``pool.callTimeout`` allows a plain request and an upstream that takes tasks.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from mcpx import wire
@@ -37,6 +39,7 @@ from mcpx.shapes import call_result_problem, without_nulls
 
 from ._call_timing import recording
 from ._errors import OpError
+from ._later import later
 from ._limits import check_arguments_size
 from ._tool_input import check_depth
 
@@ -240,4 +243,4 @@ def _reported(
         if method == "tools/call" and ctx.events is not None:
             ms = round((time.monotonic() - started) * 1000, 1)
             data = {"tool": params.get("name"), "ms": ms, **outcome}
-            ctx.events.publish("call.finished", data, server=server)
+            later(partial(ctx.events.publish, server=server), "call.finished", data)

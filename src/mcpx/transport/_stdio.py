@@ -113,6 +113,12 @@ class StdioTransport:
         self._raise_if_over()
         line = dumps(frame) + b"\n"
         try:
+            if not self._write_lock.locked():
+                # Nobody writing: what the pipe takes now goes at once, with no lock and
+                # no checkpoint (each costs more than the write); only a rest waits.
+                line = line[self._stdin.send_nowait(line) :]
+                if not line:
+                    return
             async with self._write_lock:
                 self._raise_if_over()
                 await self._stdin.send(line)
