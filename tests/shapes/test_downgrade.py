@@ -273,3 +273,33 @@ def test_other_notifications_pass_unchanged(
     if params is not None:
         frame["params"] = params
     assert frame_errors(frame, rev, sender="server") == []
+
+
+@pytest.mark.parametrize("rev", spec.REVISIONS)
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"content": []},
+        {"content": [{"type": "text", "text": "hi"}], "isError": False},
+        {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        # Not plain: each goes the whole way.
+        {"content": [{"type": "text", "text": "a", "annotations": {"lastModified": "x"}}]},
+        {"content": [{"type": "text", "text": "a"}], "structuredContent": {"result": "a"}},
+        {"content": [{"type": "text", "text": "{}"}], "structuredContent": {}, "isError": True},
+        {"content": [{"type": "text", "text": "a"}], "structuredContent": [1, 2]},
+        {"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]},
+        {"content": [{"type": "text", "text": "a"}], "resultType": "complete", "ttlMs": 5},
+    ],
+)
+def test_a_plain_tool_result_is_returned_as_the_whole_spelling_would_make_it(
+    result: dict[str, Any], rev: str
+) -> None:
+    # The shortcut for plain results (text blocks only) must answer as the whole
+    # spelling does, and hand back the result itself only when that changes nothing.
+    from mcpx.shapes._downgrade import _call_tool, _envelope
+
+    whole = _envelope("tools/call", _call_tool(copy.deepcopy(result), rev), rev)
+    got = downgrade("tools/call", result, rev)
+    assert got == whole
+    if got is result:
+        assert whole == result

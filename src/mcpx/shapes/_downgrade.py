@@ -166,6 +166,27 @@ def _envelope(method: str, result: JSON, rev: str) -> JSON:
     return _meta(out, rev)
 
 
+# A CallToolResult of only these members (and a structuredContent object where ``rev``
+# has one), each block a text block of only these, is spelled alike in every revision.
+_PLAIN_RESULT: Final = frozenset({"content", "isError"})
+_PLAIN_TEXT: Final = frozenset({"type", "text"})
+
+
+def _plain_call_result(result: JSON, rev: str) -> bool:
+    content = result.get("content")
+    if not isinstance(content, list):
+        return False
+    if not result.keys() <= _PLAIN_RESULT and not (
+        isinstance(result.get("structuredContent"), dict)
+        and result.keys() - _PLAIN_RESULT == {"structuredContent"}
+        and has("CallToolResult.structuredContent", rev)
+    ):
+        return False
+    return all(
+        isinstance(b, dict) and b.get("type") == "text" and b.keys() <= _PLAIN_TEXT for b in content
+    )
+
+
 def downgrade(method: str, result: JSON, rev: str, *, policy: spec.Policy | None = None) -> JSON:
     """``result`` (newest shape) answering ``method``, spelled for ``rev``.
 
@@ -178,6 +199,8 @@ def downgrade(method: str, result: JSON, rev: str, *, policy: spec.Policy | None
     """
     del policy  # no result-level conflict is precedence-governed today
     spec.parse_revision(rev, "downgrade")
+    if method == "tools/call" and _plain_call_result(result, rev):
+        return result  # most tool results: nothing in them any revision lacks
     body = _BODIES.get(method)
     out = body(result, rev) if body is not None else result
     return _envelope(method, out, rev)
