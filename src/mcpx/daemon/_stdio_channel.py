@@ -58,7 +58,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcpx import wire
 from mcpx.ops import OpContext
 from mcpx.server import Conn, HostSession, release_all, subscribe, too_many_running
-from mcpx.transport import PipeSendStream
+from mcpx.transport import PipeReceiveStream, PipeSendStream
 from mcpx.wire import Kind, McpError, Throttled
 
 from ._hand_back import restore_conn
@@ -168,12 +168,14 @@ class StdioChannel:
 
     def stop_reading(self) -> None:
         """Read no more lines; what is in flight drains as at EOF."""
+        self._served_now(None)
         self._reading.cancel()
 
     def hand_back(self) -> None:
         """The daemon restarts: read no more, answer what was read, then the host goes
         back to its shim (``_handed_off``)."""
         self.handing_back = True
+        self._served_now(None)
         self._reading.cancel()
 
     def unread(self) -> bytes:
@@ -236,6 +238,7 @@ class StdioChannel:
         async with anyio.create_task_group() as requests:
             workers = Workers(requests)
             try:
+                self._served_now(workers)
                 with self._reading:
                     more = True
                     while more:
@@ -251,6 +254,7 @@ class StdioChannel:
                             if self.session.slots.waiting and not self.session.asking:
                                 await self._paced()
             finally:
+                self._served_now(None)
                 workers.close()  # the tasks waiting for work end; the busy ones go on
             # EOF: a listen stream only ever streams to a live host, so it ends now; what
             # else is in flight gets the drain period to answer, then is cancelled. Given
@@ -284,6 +288,44 @@ class StdioChannel:
             return self.session.take(kind, frame, self.ctx)
         if frame.get("method") == "initialize":
             return self._request(frame)  # in line: settled before the next line is read
+        self._start(frame, requests)
+        return None
+
+    def _served_now(self, workers: Workers | None) -> None:
+        """Requests read while the reader waits idle are handed to ``workers`` from the
+        loop's own callback (``_requests_now``), not through the reader's task; None:
+        every line goes through the reader again (it stops, or the host is gone)."""
+        if isinstance(self.receive, PipeReceiveStream):
+            self.receive.deliver_to(
+                None if workers is None else lambda chunk: self._requests_now(chunk, workers)
+            )
+
+    def _requests_now(self, chunk: bytes, workers: Workers) -> bool:
+        """Serve ``chunk`` now if it is whole lines, each a request other than
+        ``initialize``, with a free slot for each; else leave it to the reader (False),
+        which settles the rest in line and paces: anything else is its business."""
+        reader, slots = self._reader, self.session.slots
+        if not chunk.endswith(b"\n") or reader is None or reader.buffer or slots.waiting:
+            return False
+        frames: list[wire.Frame] = []
+        for line in chunk.split(b"\n")[:-1]:
+            if not line.strip():
+                continue
+            try:
+                decoded = wire.decode(line, batch_ok=self.session.batches)
+            except McpError:
+                return False
+            kind, frame = decoded.messages[0] if not decoded.batch else (None, {})
+            if kind is not Kind.REQUEST or frame.get("method") == "initialize":
+                return False
+            frames.append(frame)
+        if len(frames) > slots.free:
+            return False
+        for frame in frames:
+            self._start(frame, workers)
+        return True
+
+    def _start(self, frame: wire.Frame, requests: Workers) -> None:
         settings = self.ctx.settings
         if self.session.slots.waiting >= int(settings["proto.maxConcurrentCalls"]):
             # (Only while reading goes on for a question's answer.)
@@ -294,7 +336,6 @@ class StdioChannel:
         if frame.get("method") == "subscriptions/listen":
             self._listens.add(scope)
         requests.start_soon(self._request, frame, scope)
-        return None
 
     def _refuse(self, error: wire.Frame) -> None:
         # Refused before dispatch judged it: traced here with no revision, as /mcp traces

@@ -44,6 +44,10 @@ class Slots:
         return self._taken
 
     @property
+    def free(self) -> int:
+        return self._limit - self._taken
+
+    @property
     def waiting(self) -> int:
         return len(self._waiters) if self._waiters else 0
 

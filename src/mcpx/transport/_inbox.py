@@ -52,6 +52,14 @@ class Inbox:
         """Why the inbox was closed, or None while it is open."""
         return self._reason
 
+    def put_now(self, item: Inbound) -> bool:
+        """Routed only: hand ``item`` to the route at once; False when closed."""
+        assert self._route is not None
+        if self._reason is not None:
+            return False
+        self._route(item)
+        return True
+
     async def put(self, item: Inbound) -> bool:
         """Queue ``item``, waiting for room; False when the inbox is (or becomes) closed."""
         if self._route is not None:

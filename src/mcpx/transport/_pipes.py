@@ -16,6 +16,7 @@ Invariants:
   it also runs under cancellation.
 - Bytes read are delivered in order and never dropped: a ``receive`` cancelled while it
   waits leaves what arrives for the next one. A ``send`` writes all of ``item`` or raises.
+  A sink (``deliver_to``) is offered a chunk only when none waits for ``receive``.
 - At most ``_HIGH`` bytes wait unread: beyond that the loop stops reading the pipe (the
   writer then blocks) until ``receive`` has taken them below ``_LOW``.
 """
@@ -26,6 +27,7 @@ import asyncio
 import fcntl
 import os
 from collections import deque
+from collections.abc import Callable
 from contextlib import suppress
 from typing import Final
 
@@ -61,6 +63,7 @@ class PipeReceiveStream(ByteReceiveStream):
         self._error: BaseException | None = None
         self._transport: asyncio.ReadTransport | None = None
         self._paused = False
+        self._sink: Callable[[bytes], bool] | None = None
 
     async def start(self) -> None:
         """Have the loop read the descriptor.
@@ -111,6 +114,12 @@ class PipeReceiveStream(ByteReceiveStream):
             self._transport.resume_reading()
         return data
 
+    def deliver_to(self, sink: Callable[[bytes], bool] | None) -> None:
+        """Offer each chunk to ``sink`` in the loop's own callback, as it is read, while
+        nothing waits unread (so the order holds): taken (True), it never reaches
+        ``receive``; declined, it is queued as usual. None: queue everything again."""
+        self._sink = sink
+
     def take_unread(self) -> bytes:
         """Stop reading the descriptor, for good; what was read and not yet received.
         (The daemon gives the pipe back: these bytes travel with it.)"""
@@ -123,6 +132,8 @@ class PipeReceiveStream(ByteReceiveStream):
         return data
 
     def _fed(self, data: bytes) -> None:
+        if self._sink is not None and not self._chunks and self._sink(data):
+            return
         self._chunks.append(data)
         self._size += len(data)
         if self._size > _HIGH and not self._paused and self._transport is not None:

@@ -79,6 +79,10 @@ class StdioTransport:
         self._on_stderr = on_stderr
         self._max_frame = max_frame
         self._inbox = Inbox()
+        # stdout's lines, split as read (by the reading task, or in the loop's callback
+        # for answers once routed: ``_answers_now``).
+        self._splitter = LineSplitter(max_frame)
+        self._broke: TransportClosed | None = None  # why stdout's framing broke
         # Uncontended (the usual case), taking it costs no trip through the event loop.
         self._write_lock = anyio.Lock(fast_acquire=True)
         self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
@@ -140,6 +144,23 @@ class StdioTransport:
     def route(self, route: Callable[[Inbound], None]) -> None:
         """Hand each frame to ``route`` as it arrives (see ``Transport.route``)."""
         self._inbox.route_to(route)
+        self._stdout.deliver_to(self._answers_now)
+
+    def _answers_now(self, chunk: bytes) -> bool:
+        """Routed, a chunk of answers only goes to the route in the loop's own callback:
+        a caller's answer wakes it with no hop through the reading task. A chunk that
+        may hold a request or a notification (their handling may start tasks) is left to
+        that task (False)."""
+        if b'"method"' in chunk or self._broke is not None or self._inbox.reason is not None:
+            return False
+        frames, broke = self._frames_of(chunk)
+        for frame in frames:
+            self._inbox.put_now(frame)
+        if broke is not None:
+            self._stdout.deliver_to(None)
+            self._broke = broke
+            self._inbox.close(broke)
+        return True
 
     async def abort(self, request_id: RequestId) -> bool:
         """stdio has no per-request stream: always False (cancel in-band instead)."""
@@ -179,34 +200,49 @@ class StdioTransport:
 
     async def _read_frames(self, stdout: ByteReceiveStream) -> TransportClosed | None:
         """Queue each stdout line's frames; the reason the stream broke, None at EOF."""
-        splitter = LineSplitter(self._max_frame)
         while chunk := await _read_chunk(stdout):
-            for line in splitter.feed(chunk):
-                reason = await self._deliver_line(line)
-                if reason is not None:
-                    return reason
-            if splitter.overflowed:
-                return TransportClosed(
-                    f"{self._command} wrote a line over {self._max_frame} bytes to stdout"
-                )
+            if self._broke is not None:
+                return self._broke  # broken in the loop's callback (``_answers_now``)
+            frames, broke = self._frames_of(chunk)
+            for frame in frames:
+                if not await self._inbox.put(frame):
+                    return None  # closed meanwhile; the reason is already set
+            if broke is not None:
+                return broke
+        if self._broke is not None:
+            return self._broke
         # A last line without its newline is still a frame: the peer exited right after.
-        tail = splitter.finish()
-        return None if tail is None else await self._deliver_line(tail)
-
-    async def _deliver_line(self, line: bytes) -> TransportClosed | None:
-        if not line.strip():
-            return None  # a blank line carries nothing; tolerated rather than fatal
-        try:
-            frames = parse_frames(line)
-        except BadFrame as exc:
-            return TransportClosed(
-                f"{self._command} wrote a line to stdout that is not a JSON-RPC frame "
-                f"({exc}): {snippet(line)}"
-            )
+        tail = self._splitter.finish()
+        if tail is None:
+            return None
+        frames, broke = self._frames_of(b"", tail)
         for frame in frames:
             if not await self._inbox.put(frame):
-                return None  # closed meanwhile; the reason is already set
-        return None
+                return None
+        return broke
+
+    def _frames_of(
+        self, chunk: bytes, last: bytes | None = None
+    ) -> tuple[list[Inbound], TransportClosed | None]:
+        """The frames of the lines ``chunk`` completes (or of the ``last`` line), and
+        why stdout can be read no further, if it cannot: a line that is no JSON-RPC
+        frame, or one over ``max_frame`` bytes. Frames before a bad line still count."""
+        frames: list[Inbound] = []
+        for line in self._splitter.feed(chunk) if last is None else [last]:
+            if not line.strip():
+                continue  # a blank line carries nothing; tolerated rather than fatal
+            try:
+                frames.extend(parse_frames(line))
+            except BadFrame as exc:
+                return frames, TransportClosed(
+                    f"{self._command} wrote a line to stdout that is not a JSON-RPC frame "
+                    f"({exc}): {snippet(line)}"
+                )
+        if self._splitter.overflowed:
+            return frames, TransportClosed(
+                f"{self._command} wrote a line over {self._max_frame} bytes to stdout"
+            )
+        return frames, None
 
     async def _pump_stderr(self) -> None:
         stderr = self._stderr
