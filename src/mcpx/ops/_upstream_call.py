@@ -26,8 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -169,40 +168,51 @@ async def request_for_caller(
             {"server": server},
         )
     scope = ctx.pool.scope_key(config, ctx.identity)
-    with (
-        ctx.calls.call(
-            server, ctx.notify, caller, ctx.log_level, ctx.asker, scope, ctx.run
-        ) as token,
-        _reported(ctx, server, method, params) as outcome,
-        recording(ctx, server, method, params, meta) as timing,
-    ):
-        if token is not None:
-            meta["progressToken"] = token
-        sent = {**params, "_meta": meta} if meta else params
-        result = await ctx.pool.request(
-            server,
-            method,
-            sent,
-            identity=ctx.identity,
-            timeout=timeout,
-            host_capabilities=ctx.host_capabilities,
-            log_level=level,
-            relay_input=relay_input,
-            as_task=method == "tools/call" and _as_task(ctx, server, params, timeout),
-            # The instance's wait (and start) is timed apart from the call.
-            handed=timing.queued if timing is not None else None,
-        )
-        if method == "tools/call" and result.get("resultType", "complete") == "complete":
-            problem = call_result_problem(result)
-            if problem is not None:
-                raise UpstreamError(
-                    f"{server} answered tools/call with a malformed result: {problem}"
-                )
-            result = without_nulls(result)
-        outcome["isError"] = bool(result.get("isError"))
-        if timing is not None:
-            timing.answered(result)
-        return result
+    started = time.monotonic()
+    outcome: dict[str, Any] = {}  # for call.finished: an error is assumed until it answers
+    try:
+        with (
+            ctx.calls.call(
+                server, ctx.notify, caller, ctx.log_level, ctx.asker, scope, ctx.run
+            ) as token,
+            recording(ctx, server, method, params, meta) as timing,
+        ):
+            if token is not None:
+                meta["progressToken"] = token
+            sent = {**params, "_meta": meta} if meta else params
+            result = await ctx.pool.request(
+                server,
+                method,
+                sent,
+                identity=ctx.identity,
+                timeout=timeout,
+                host_capabilities=ctx.host_capabilities,
+                log_level=level,
+                relay_input=relay_input,
+                as_task=method == "tools/call" and _as_task(ctx, server, params, timeout),
+                # The instance's wait (and start) is timed apart from the call.
+                handed=timing.queued if timing is not None else None,
+            )
+            if method == "tools/call" and result.get("resultType", "complete") == "complete":
+                problem = call_result_problem(result)
+                if problem is not None:
+                    raise UpstreamError(
+                        f"{server} answered tools/call with a malformed result: {problem}"
+                    )
+                result = without_nulls(result)
+            outcome["isError"] = bool(result.get("isError"))
+            if timing is not None:
+                timing.answered(result)
+            return result
+    except BaseException as exc:
+        outcome["error"] = str(exc) or type(exc).__name__
+        raise
+    finally:
+        if method == "tools/call" and ctx.events is not None:
+            # A call.finished event however the call ended, just after its answer.
+            ms = round((time.monotonic() - started) * 1000, 1)
+            data = {"tool": params.get("name"), "ms": ms, **outcome}
+            later(partial(ctx.events.publish, server=server), "call.finished", data)
 
 
 def _as_task(ctx: OpContext, server: str, params: dict[str, Any], timeout: float | None) -> bool:
@@ -224,23 +234,3 @@ def _as_task(ctx: OpContext, server: str, params: dict[str, Any], timeout: float
         return False
     modern = entry.get("era") == "modern"
     return offers_tasks(modern, entry.get("capabilities") or {})
-
-
-@contextmanager
-def _reported(
-    ctx: OpContext, server: str, method: str, params: dict[str, Any]
-) -> Iterator[dict[str, Any]]:
-    """A ``call.finished`` event when a tools/call ends, however it ends; the caller
-    fills in the outcome (an error is assumed until it does)."""
-    outcome: dict[str, Any] = {}
-    started = time.monotonic()
-    try:
-        yield outcome
-    except BaseException as exc:
-        outcome["error"] = str(exc) or type(exc).__name__
-        raise
-    finally:
-        if method == "tools/call" and ctx.events is not None:
-            ms = round((time.monotonic() - started) * 1000, 1)
-            data = {"tool": params.get("name"), "ms": ms, **outcome}
-            later(partial(ctx.events.publish, server=server), "call.finished", data)

@@ -111,7 +111,6 @@ class CallsInFlight:
         """
         return self._runs[run_id]
 
-    @contextmanager
     def call(
         self,
         server: str,
@@ -121,11 +120,11 @@ class CallsInFlight:
         asker: HostAsker | None = None,
         scope: str = "",
         run: str | None = None,
-    ) -> Iterator[str | None]:
-        """Register one call for its duration, on the instance of ``server`` for the
-        pool's ``scope`` key (a member of script ``run`` when one is named, and live);
-        yields the upstream progress token (None when the host asked for no progress or
-        cannot be told)."""
+    ) -> _Registered:
+        """Register one call for its duration (a context manager), on the instance of
+        ``server`` for the pool's ``scope`` key (a member of script ``run`` when one is
+        named, and live); it gives the upstream progress token (None when the host asked
+        for no progress or cannot be told)."""
         n = next(self._ids)
         host_token = meta.get("progressToken") if meta is not None else None
         if run is not None and run not in self._runs:
@@ -134,15 +133,7 @@ class CallsInFlight:
         if notify is None:
             host_token = None  # nobody to tell: no progress asked for upstream
         token = f"mcpx-{n}" if isinstance(host_token, str | int) else None
-        self._calls[n] = entry
-        if token is not None:
-            self._by_token[token] = entry
-        try:
-            yield token
-        finally:
-            self._calls.pop(n, None)
-            if token is not None:
-                self._by_token.pop(token, None)
+        return _Registered(self, n, entry, token)
 
     def calls_on(self, server: str, scope: str = "") -> list[HostAsker | None]:
         """The calls in flight on ``server``'s instance for ``scope`` (each with how its
@@ -215,3 +206,26 @@ class CallsInFlight:
 
 def _nobody(method: str, params: dict[str, Any]) -> None:
     """The notify of a call whose host cannot be told anything now."""
+
+
+class _Registered:
+    """One call registered while inside (a class, not a generator: every upstream call
+    enters one, and a generator's context costs several times as much)."""
+
+    __slots__ = ("_calls", "_entry", "_n", "_token")
+
+    def __init__(self, calls: CallsInFlight, n: int, entry: _Call, token: str | None) -> None:
+        self._calls, self._n, self._entry, self._token = calls, n, entry, token
+
+    def __enter__(self) -> str | None:
+        calls, token = self._calls, self._token
+        calls._calls[self._n] = self._entry
+        if token is not None:
+            calls._by_token[token] = self._entry
+        return token
+
+    def __exit__(self, *exc: object) -> None:
+        calls = self._calls
+        calls._calls.pop(self._n, None)
+        if self._token is not None:
+            calls._by_token.pop(self._token, None)

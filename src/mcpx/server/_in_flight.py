@@ -5,8 +5,8 @@ answer is sent."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from types import TracebackType
 
 import anyio
 
@@ -28,20 +28,14 @@ class InFlight:
         self._scopes[request_id] = scope
         return scope
 
-    @contextmanager
     def serving(
         self, request_id: wire.RequestId | None, scope: anyio.CancelScope | None = None
-    ) -> Iterator[anyio.CancelScope]:
-        """Run the handler inside; ``scope.cancelled_caught`` afterwards: withdrawn."""
+    ) -> _Serving:
+        """Run the handler inside (a context manager giving the scope);
+        ``scope.cancelled_caught`` afterwards: withdrawn."""
         if scope is None:
             scope = anyio.CancelScope() if request_id is None else self.register(request_id)
-        try:
-            with scope:
-                yield scope
-        finally:
-            # An id may be reused once answered: only this request's entry goes.
-            if request_id is not None and self._scopes.get(request_id) is scope:
-                del self._scopes[request_id]
+        return _Serving(self._scopes, request_id, scope)
 
     def cancel(self, params: object) -> None:
         """``notifications/cancelled``: unknown or finished ids, and malformed params,
@@ -55,3 +49,33 @@ class InFlight:
         if scope is not None:
             log.info("request %r cancelled by the host: %s", request_id, params.get("reason"))
             scope.cancel()
+
+
+class _Serving:
+    """A request's scope entered (a class, not a generator: every request enters one).
+    On the way out an id may be reused once answered: only this request's entry goes."""
+
+    __slots__ = ("_id", "_scope", "_scopes")
+
+    def __init__(
+        self,
+        scopes: dict[wire.RequestId, anyio.CancelScope],
+        request_id: wire.RequestId | None,
+        scope: anyio.CancelScope,
+    ) -> None:
+        self._scopes, self._id, self._scope = scopes, request_id, scope
+
+    def __enter__(self) -> anyio.CancelScope:
+        return self._scope.__enter__()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        try:
+            return self._scope.__exit__(kind, exc, tb)
+        finally:
+            if self._id is not None and self._scopes.get(self._id) is self._scope:
+                del self._scopes[self._id]
