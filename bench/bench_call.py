@@ -33,6 +33,8 @@ machine the peers' figures drift by a quarter within minutes, and pairing cancel
 (sP) the same host spawning ``mcpx serve --passthrough echo``, calling ``echo`` itself;
 (sPd) (sP) in mcpx's default era to the upstream;
 (sF) the same host spawning fastmcp's proxy over stdio (as in (f)), calling ``echo``;
+(sR) the same host spawning a bare uvloop line relay (``workers.py relay``): the floor
+     of one stdio hop in Python, for reference (no gateway does less);
 (e*), (h*) the same two with httpx's async client as the host: it spends about 3 ms of
      CPU per call itself, more than either gateway, which is why (e) and (h) use the raw
      host, as (d) and (f) do over stdio.
@@ -81,6 +83,7 @@ from upstream_era import eras_spoken
 LEGACY, MODERN = "2025-11-25", "2026-07-28"
 SERVE = [PY, "-m", "mcpx", "serve"]
 PASS = ["--passthrough", "echo"]
+RELAY = [PY, WORKERS, "relay", "--", *SERVER]
 FASTMCP_STDIO = [str(FASTMCP_PY), WORKERS, "fastmcp-stdio", "--", *SERVER]
 
 # (key, label): the table's rows, in order.
@@ -102,6 +105,7 @@ PATHS = [
     ("sP", "(sP) SDK host, mcpx serve --passthrough"),
     ("sPd", "(sPd) (sP), mcpx's default era"),
     ("sF", "(sF) SDK host, fastmcp proxy stdio"),
+    ("sR", "(sR) SDK host, a bare line relay"),
     ("e*", "(e*) mcpx /mcp, httpx host"),
     ("h*", "(h*) mcp-proxy, httpx host"),
 ]
@@ -113,6 +117,8 @@ RATIOS = [
     ("sP", "a", 0.85),
     ("sG", "sF", 2.0),
     ("sG", "a", 0.85),
+    ("sR", "a", None),
+    ("sP", "sR", None),
     ("sPd", "sF", None),
     ("sPd", "a", None),
     ("d", "f", None),
@@ -164,6 +170,7 @@ def throughput(
                     "sP": [str(SDK_PY), WORKERS, "sdk", *nc, "--", *SERVE, *PASS],
                     "sPd": [str(SDK_PY), WORKERS, "sdk", *nc, "--", *SERVE, *PASS],
                     "sF": [str(SDK_PY), WORKERS, "sdk", *nc, "--", *FASTMCP_STDIO],
+                    "sR": [str(SDK_PY), WORKERS, "sdk", *nc, "--", *RELAY],
                     "e*": [PY, WORKERS, "http", *nc, "mcpx-mcp", d["url"]],
                     "h*": [PY, WORKERS, "http", *nc, "legacy", mcp_proxy_url],
                 }

@@ -6,6 +6,7 @@
     python workers.py raw-http N CONC KIND TARGET           a raw HTTP/1.1 host (keep-alive)
     python workers.py fastmcp-proxy WHERE -- SERVER ARGV... fastmcp's proxy over HTTP
     python workers.py fastmcp-stdio -- SERVER ARGV...       fastmcp's proxy over stdio
+    python workers.py relay -- SERVER ARGV...               a bare line relay over stdio
 
 ``stdio`` spawns ARGV (in its own session, ended by its pid) and calls ``echo`` on it, or
 ``mcpx_call`` of ``echo`` on server ECHO when TARGET is ``mcpx:ECHO``; REV 2025-11-25 and
@@ -20,6 +21,11 @@ like the raw JSON-lines host, the host's own cost does not hide the gateways' (h
 async client spends about 3 ms of CPU per call here, more than the gateway under test).
 
 ``fastmcp-proxy`` WHERE: a unix socket path, or a port number on 127.0.0.1.
+
+``relay``: the floor of any stdio hop in Python, for reference: the host's stdin and
+stdout relayed to a child on uvloop (the daemon's loop), each line parsed and written
+again with orjson (the daemon's codec), and nothing else: no routing, no checks, no
+bookkeeping. Not a gateway: what a hop costs before anything is done with a message.
 
 ``sdk`` needs ``mcp`` (2.x); ``stdio`` and ``raw-http`` need ``anyio``; ``http`` needs
 ``httpx``; the ``fastmcp-*`` ones need ``fastmcp``. Only standard-library imports at module
@@ -337,6 +343,35 @@ def _fastmcp_proxy(where: str, argv: list[str]) -> None:
         uvicorn.run(app, uds=where, log_level="warning")
 
 
+async def _relay(argv: list[str]) -> None:
+    import asyncio
+
+    import orjson
+
+    loop = asyncio.get_running_loop()
+    child = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert child.stdin is not None and child.stdout is not None
+    host = asyncio.StreamReader(limit=1 << 26)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(host), os.fdopen(0, "rb", buffering=0)
+    )
+
+    async def up() -> None:
+        assert child.stdin is not None
+        while line := await host.readline():
+            child.stdin.write(orjson.dumps(orjson.loads(line)) + b"\n")
+        child.stdin.close()
+
+    async def down() -> None:
+        assert child.stdout is not None
+        while line := await child.stdout.readline():
+            os.write(1, orjson.dumps(orjson.loads(line)) + b"\n")
+
+    await asyncio.gather(up(), down())
+
+
 def main() -> None:
     import anyio
 
@@ -353,6 +388,10 @@ def main() -> None:
         anyio.run(_raw_http, int(rest[0]), int(rest[1]), rest[2], rest[3])
     elif what == "fastmcp-proxy":
         _fastmcp_proxy(rest[0], argv)
+    elif what == "relay":
+        import uvloop
+
+        uvloop.run(_relay(argv))
     elif what == "fastmcp-stdio":
         _fastmcp(argv).run(transport="stdio", show_banner=False, log_level="WARNING")
     else:
