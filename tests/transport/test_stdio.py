@@ -286,3 +286,26 @@ async def test_send_after_close_raises(script: Any) -> None:
     with pytest.raises(TransportClosed, match="transport closed"):
         await kept.receive()
     assert kept.returncode == 0  # it exited on its own when stdin closed
+
+
+async def test_routed_frames_keep_their_order_however_they_are_read(script: Any) -> None:
+    # Routed, a read of answers alone goes to the route from the loop's callback and
+    # anything else through the reading task: the order holds across both, a line cut
+    # in two is joined, and a bad line read either way ends the transport.
+    command, args = script("paced_pieces")
+    send, receive = anyio.create_memory_object_stream[Any](16)
+    routed: list[Any] = []
+    with send, receive:
+        async with open_stdio(command, args, on_stderr=lambda line: None) as t:
+            t.route(send.send_nowait)
+            with anyio.fail_after(10):
+                for expected in (1, 2, 0, 2):  # the frames each piece completes
+                    await t.send({"jsonrpc": "2.0", "method": "next"})
+                    routed += [await receive.receive() for _ in range(expected)]
+                await t.send({"jsonrpc": "2.0", "method": "next"})
+                with pytest.raises(TransportClosed) as caught:
+                    await t.receive()
+    ids = [f.get("id", f.get("method")) for f in routed]
+    assert ids == [1, "notifications/message", 2, 3, 4]
+    assert routed[-1]["result"] == {"text": 'a "method"-free answer'}
+    assert "not a JSON-RPC frame" in str(caught.value)
