@@ -115,20 +115,7 @@ def recording(
             if recorder is not None:
                 # Made after the answer has gone (``later``), as it was when the call ended.
                 ended = time.monotonic()
-                later(_hand, ctx, recorder, server, method, params, timing, error, ended)
-
-
-def _hand(
-    ctx: OpContext,
-    recorder: CallRecorder,
-    server: str,
-    method: str,
-    params: dict[str, Any],
-    timing: _Timing,
-    error: BaseException | None,
-    ended: float,
-) -> None:
-    recorder.record(_record(ctx, recorder, server, method, params, timing, error, ended))
+                later(_record, ctx, recorder, server, method, params, timing, error, ended)
 
 
 def _record(
@@ -140,12 +127,13 @@ def _record(
     timing: _Timing,
     error: BaseException | None,
     now: float,
-) -> CallRecord:
+) -> None:
+    """The call's one record, handed to ``recorder``."""
     handed = timing.handed if timing.handed is not None else now
     caller = ctx.caller
     target = params.get(_TARGET.get(method, ""))
     keep = recorder.payloads
-    return CallRecord(
+    record = CallRecord(
         ts=timing.ts,
         door=caller.door if caller is not None else "daemon",
         transport=caller.transport if caller is not None else None,
@@ -163,6 +151,7 @@ def _record(
         arguments=redact_payload(_arguments(method, params)) if keep else None,
         result=redact_payload(timing.result) if keep and timing.result is not None else None,
     )
+    recorder.record(record)
 
 
 def _era_probe(how: Negotiated) -> Event:
