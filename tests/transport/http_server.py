@@ -21,6 +21,11 @@ It knows just enough MCP to exercise the transports, and records what it receive
     The 2024-11-05 HTTP+SSE pair; ``/sse-offorigin`` names an endpoint on another
     origin, ``/sse-silent`` never names one, ``/sse-short`` ends right after naming it.
 
+With ``hold_unrequested`` set, a POST of a frame that is not a request (a notification,
+an answer) is answered only once another POST arrives, or after ``_HOLD`` seconds;
+"overlap" is an event when another did arrive meanwhile: what a server that reads
+concurrent POSTs in any order might read first.
+
 The server runs in a thread on its own event loop, so every record goes through a lock
 and tests wait for server-side facts with ``until`` (bounded).
 """
@@ -28,6 +33,7 @@ and tests wait for server-side facts with ``until`` (bounded).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import uuid
@@ -49,6 +55,10 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from support.asgi import loopback_socket, running_app
+
+# How long a held answer waits for another POST (``hold_unrequested``): long enough for a
+# client that sends on without waiting to have sent its next frame.
+_HOLD = 1.0
 
 
 @dataclass
@@ -75,6 +85,8 @@ class TestServer:
     delete_mode: str = "ok"
     resumable: dict[str, Any] = field(default_factory=dict)
     legacy_queues: dict[str, asyncio.Queue[dict[str, Any]]] = field(default_factory=dict)
+    hold_unrequested: bool = False
+    arrived: asyncio.Event | None = None  # set by the next POST while one is held
     lock: threading.Condition = field(default_factory=threading.Condition)
 
     @property
@@ -93,6 +105,7 @@ class TestServer:
             self.resumable.clear()
             self.get_mode = "sse"
             self.delete_mode = "ok"
+            self.hold_unrequested = False
 
     def record(self, request: Request, body: bytes) -> None:
         client = request.scope.get("client") or ("", 0)
@@ -106,6 +119,21 @@ class TestServer:
         with self.lock:
             self.requests.append(entry)
             self.lock.notify_all()
+        if request.method == "POST" and self.arrived is not None:
+            self.arrived.set()
+
+    async def held(self, frame: dict[str, Any]) -> None:
+        """Hold the answer to a POST of ``frame`` when ``hold_unrequested`` says so."""
+        if not self.hold_unrequested or ("method" in frame and "id" in frame):
+            return
+        arrived = self.arrived = asyncio.Event()
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(arrived.wait(), _HOLD)
+        finally:
+            self.arrived = None
+        if arrived.is_set():
+            self.event("overlap")
 
     def event(self, text: str) -> None:
         with self.lock:
@@ -151,6 +179,7 @@ def build_app(server: TestServer) -> Starlette:  # noqa: C901 - one closure per 
         if sid is not None and sid not in server.sessions:
             return PlainTextResponse("unknown session", status_code=404)
         frame = json.loads(body)
+        await server.held(frame)
         required = request.headers.get("x-test-require")
         if required and required.lower() not in {k.lower() for k in request.headers}:
             error: dict[str, Any] = {"jsonrpc": "2.0"}
@@ -213,6 +242,7 @@ def build_app(server: TestServer) -> Starlette:  # noqa: C901 - one closure per 
         if queue is None:
             return PlainTextResponse("no such session", status_code=404)
         frame = json.loads(body)
+        await server.held(frame)
         if "method" in frame and "id" in frame:
             if frame["method"] == "fail":
                 error = {"code": -32603, "message": "rejected"}

@@ -93,6 +93,30 @@ async def test_posts_reach_the_server_in_send_order(http: TestServer, client: An
     ]
 
 
+async def test_what_follows_a_notification_or_an_answer_waits_for_it_to_be_taken(
+    http: TestServer, client: Any
+) -> None:
+    # A server reads concurrent POSTs in any order (the SDK's fail a session on a request
+    # read before notifications/initialized): a frame that is no request is sent on only
+    # once its POST is answered. The server holds those answers, waiting for another POST.
+    http.hold_unrequested = True
+    async with open_streamable_http(http.url, client=client) as t:
+        with anyio.fail_after(10):
+            await t.send(request(1, "initialize"))
+            assert await receive(t) == result(1, "initialize")
+            await t.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await t.send({"jsonrpc": "2.0", "id": "s-1", "result": {}})
+            await t.send(request(2))
+            assert await receive(t) == result(2)
+    assert "overlap" not in http.events
+    assert [p.frame().get("method") for p in http.posts()] == [
+        "initialize",
+        "notifications/initialized",
+        None,
+        "tools/list",
+    ]
+
+
 async def test_a_jsonrpc_error_body_is_delivered_with_its_status(
     http: TestServer, client: Any
 ) -> None:

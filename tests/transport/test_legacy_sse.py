@@ -110,3 +110,22 @@ async def test_a_failed_post_fails_only_its_request(http: TestServer, client: An
         failed = await receive(t)
         assert isinstance(failed, RequestFailed) and failed.request_id == 5
         assert isinstance(failed.error, HttpStatusError) and failed.error.status == 404
+
+
+async def test_each_post_is_taken_before_the_next_is_sent(http: TestServer, client: Any) -> None:
+    # A server reads concurrent POSTs in any order: the SDK's 1.x SSE servers fail the
+    # session on a request read before notifications/initialized. The server holds its
+    # answer to each frame that is no request until another POST arrives (or 1 s).
+    http.hold_unrequested = True
+    async with open_legacy_sse(f"{http.base}/sse", client=client) as t:
+        await t.send(request(1, "initialize"))
+        assert await receive(t) == result(1, "initialize")
+        await t.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await t.send(request(2))
+        assert await receive(t) == result(2)
+    assert "overlap" not in http.events
+    assert [p.frame().get("method") for p in http.posts()] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+    ]

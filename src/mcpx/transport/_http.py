@@ -149,7 +149,11 @@ class StreamableHttpTransport:
         return self._statuses.get(request_id)
 
     async def send(self, frame: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
-        """POST ``frame``; returns once its body is sent (or the exchange already ended).
+        """POST ``frame``; returns once its body is sent (or the exchange already ended),
+        or, for a frame that is not a request (a notification, an answer to the server),
+        once the server has answered the POST: a server reads concurrent POSTs in any
+        order, and what follows a ``notifications/initialized`` or an answer must not be
+        read before it.
 
         Raises:
             TransportClosed: the transport is closed, or the borrowed client is.
@@ -252,8 +256,11 @@ class StreamableHttpTransport:
         self, body: bytes, headers: httpx.Headers, reader: BodyReader, started: Started
     ) -> None:
         self._requests += 1
+        # A request's caller goes on once its body is out (its answer may take long); any
+        # other frame's once the status is in (``send``).
+        traced = {"trace": started.trace} if reader.request_id is not None else None
         request = self._client.build_request(
-            "POST", self._url, content=body, headers=headers, extensions={"trace": started.trace}
+            "POST", self._url, content=body, headers=headers, extensions=traced
         )
         try:
             response = await self._client.send(request, stream=True, auth=self._auth)

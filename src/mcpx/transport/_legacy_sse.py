@@ -94,7 +94,11 @@ class LegacySseTransport:
         return None if self._endpoint is None else redact_url(str(self._endpoint))
 
     async def send(self, frame: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
-        """POST ``frame`` to the endpoint; returns once its body is sent.
+        """POST ``frame`` to the endpoint; returns once the server has answered the POST
+        (its status: 202 at once, the answer comes on the stream). A server reads
+        concurrent POSTs in any order, so each frame is taken before the next is sent:
+        the SDK's servers fail the session on a request read before the
+        ``notifications/initialized`` sent ahead of it.
 
         Raises:
             TransportClosed: the transport is over (its GET stream ended), or the borrowed
@@ -146,9 +150,8 @@ class LegacySseTransport:
         headers: httpx.Headers,
         started: Started,
     ) -> None:
-        request = self._client.build_request(
-            "POST", endpoint, content=body, headers=headers, extensions={"trace": started.trace}
-        )
+        # No trace hook: ``started`` is released once the status is in, not the body out.
+        request = self._client.build_request("POST", endpoint, content=body, headers=headers)
         error: TransportError | None = None
         with anyio.move_on_after(_POST_SECONDS) as timer:
             try:
