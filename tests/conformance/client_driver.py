@@ -67,7 +67,8 @@ class HeadlessBrowser:
 def auth_block(scenario: str, context: dict[str, Any]) -> dict[str, object] | None:
     """The server's auth block as a user would write it for this scenario, with what
     the suite hands over in MCP_CONFORMANCE_CONTEXT (pre-registered client, keys, the
-    workload JWT). DPoP needs no key here: mcpx uses it when the server offers it."""
+    workload JWT, the enterprise IdP and the user's ID token there). DPoP needs no key
+    here: mcpx uses it when the server offers it."""
     if not scenario.startswith("auth/"):
         return None
     block: dict[str, object] = {"type": "oauth"}
@@ -86,6 +87,11 @@ def auth_block(scenario: str, context: dict[str, Any]) -> dict[str, object] | No
     if "valid_jwt" in context:  # the workload's identity token (SEP-1933)
         os.environ["MCPX_CONFORMANCE_ASSERTION"] = context["valid_jwt"]
         block |= {"grant": "jwt_bearer", "assertionEnv": "MCPX_CONFORMANCE_ASSERTION"}
+    if "idp_id_token" in context:  # the user's ID token from the enterprise IdP (SEP-990)
+        os.environ["MCPX_CONFORMANCE_ID_TOKEN"] = context["idp_id_token"]
+        idp = {"clientId": context["idp_client_id"], "idTokenEnv": "MCPX_CONFORMANCE_ID_TOKEN"}
+        # As a user would: the IdP by its issuer (its metadata names the token endpoint).
+        block |= {"grant": "enterprise", "idp": idp | {"issuer": context["idp_issuer"]}}
     return block
 
 

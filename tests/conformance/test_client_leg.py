@@ -70,8 +70,19 @@ REQUIRED = {
     ],
 }
 # And, in both sets, the auth/* scenarios named by the markers below: a URL client id
-# (CIMD) when the server supports it, dynamic registration (RFC 7591) when it does not.
-REQUIRED_AUTH = ["auth/basic-cimd", "auth/metadata-default"]
+# (CIMD) when the server supports it, dynamic registration (RFC 7591) when it does not;
+# and the auth extensions, run but not scored: client credentials (SEP-1046), DPoP
+# (SEP-1932), workload identity (SEP-1933), enterprise-managed authorization (SEP-990).
+REQUIRED_AUTH = [
+    "auth/basic-cimd",
+    "auth/metadata-default",
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+    "auth/enterprise-managed-authorization",
+]
 
 
 # C-LC-13 C-HTTP-22 C-HTTP-23 C-HTTP-26 C-HTTP-31 C-MRTR-4 C-MRTR-6 C-MSG-9 (scenarios).

@@ -40,6 +40,7 @@ from typing import Final, Literal, cast
 from urllib.parse import urlsplit
 
 from ._jsontext import ConfigError, Document, JsonPath
+from ._oauth_block import check_oauth
 from ._redact import REDACTED, redact_headers, redact_url
 from ._registry import UPSTREAM_PROTOCOLS
 
@@ -311,88 +312,5 @@ def _auth(entry: _Entry) -> Mapping[str, object] | None:
     if block["type"] not in AUTH_TYPES:
         raise entry.error(f"must be one of {', '.join(AUTH_TYPES)}", "auth", "type")
     if block["type"] == "oauth":
-        _oauth(entry, block)
+        check_oauth(block, entry.error)
     return MappingProxyType(block)
-
-
-# The keys of an oauth auth block (mcpx.oauth reads them); any other is refused.
-OAUTH_KEYS: Final = (
-    "type",
-    "clientId",
-    "clientSecret",
-    "clientSecretEnv",
-    "scopes",
-    "clientMetadataUrl",
-    "grant",
-    "privateKeyEnv",
-    "assertionEnv",
-    "assertionFile",
-)
-_GRANTS: Final = ("authorization_code", "client_credentials", "jwt_bearer")
-_OAUTH_STRINGS: Final = (
-    "clientId",
-    "clientSecret",
-    "clientSecretEnv",
-    "privateKeyEnv",
-    "clientMetadataUrl",
-    "assertionEnv",
-    "assertionFile",
-)
-_ASSERTION_KEYS: Final = ("assertionEnv", "assertionFile")
-
-
-def _oauth(entry: _Entry, block: Mapping[str, object]) -> None:
-    for key, value in block.items():
-        if key not in OAUTH_KEYS:
-            raise entry.error(
-                f"is not an oauth key: one of {', '.join(OAUTH_KEYS)}", "auth", key, key=True
-            )
-        if key in _OAUTH_STRINGS and (not isinstance(value, str) or not value):
-            raise entry.error("must be a non-empty string", "auth", key)
-    scopes = block.get("scopes")
-    if scopes is not None and (
-        not isinstance(scopes, list) or not all(isinstance(s, str) and s for s in scopes)
-    ):
-        raise entry.error("must be a list of scope names", "auth", "scopes")
-    if "clientSecret" in block and "clientSecretEnv" in block:
-        raise entry.error(
-            "give clientSecret or clientSecretEnv, not both", "auth", "clientSecretEnv"
-        )
-    url = block.get("clientMetadataUrl")
-    if isinstance(url, str) and (
-        urlsplit(url).scheme != "https" or urlsplit(url).path in ("", "/")
-    ):
-        # A client ID metadata document's URL is its client_id: HTTPS with a path.
-        raise entry.error("must be an https URL with a path", "auth", "clientMetadataUrl")
-    grant = block.get("grant", "authorization_code")
-    if grant not in _GRANTS:
-        raise entry.error(f"must be one of {', '.join(_GRANTS)}", "auth", "grant")
-    if grant == "client_credentials" and not (
-        "clientId" in block
-        and any(k in block for k in ("clientSecret", "clientSecretEnv", "privateKeyEnv"))
-    ):
-        raise entry.error(
-            "the client_credentials grant needs clientId and clientSecretEnv (or privateKeyEnv)",
-            "auth",
-            "grant",
-        )
-    _jwt_bearer(entry, block, grant)
-
-
-def _jwt_bearer(entry: _Entry, block: Mapping[str, object], grant: object) -> None:
-    """The JWT-bearer grant (RFC 7523, SEP-1933) takes the workload's identity JWT from
-    exactly one place; the other grants take none."""
-    given = [k for k in _ASSERTION_KEYS if k in block]
-    if grant != "jwt_bearer":
-        if given:
-            raise entry.error('needs "grant": "jwt_bearer"', "auth", given[0])
-        return
-    if len(given) > 1:
-        raise entry.error("give assertionEnv or assertionFile, not both", "auth", given[1])
-    if not given:
-        raise entry.error(
-            "the jwt_bearer grant needs assertionEnv (a variable holding the workload's "
-            "identity JWT) or assertionFile (a file holding it)",
-            "auth",
-            "grant",
-        )

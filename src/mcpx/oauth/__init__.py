@@ -4,17 +4,20 @@ A layer between ``client`` and ``transport``: ``OAuthClient(server, store=...)``
 the HTTP transports an ``httpx.Auth`` that adds the bearer token to requests to the
 server's own origin and, on 401 / 403 ``insufficient_scope``, runs discovery, refresh,
 client identity (CIMD, pre-registered, RFC 7591), authorization code + PKCE through an
-``Authorizer``, or a grant that needs nobody: client_credentials, or JWT-bearer with a
-workload identity token (RFC 7523, SEP-1933). Tokens are DPoP-bound (RFC 9449, SEP-1932)
-where the authorization server offers it. ``LoginNeeded`` says a person must run
-``mcpx auth login <server>``. Tokens and client identities live in a ``TokenStore``.
+``Authorizer``, or a grant that needs nobody: client_credentials, JWT-bearer with a
+workload identity token (RFC 7523, SEP-1933), or an ID-JAG from the enterprise IdP
+(SEP-990). Tokens are DPoP-bound (RFC 9449, SEP-1932) where the authorization server
+offers it. ``LoginNeeded`` says a person must run ``mcpx auth login <server>``. Tokens
+and client identities live in a ``TokenStore``.
 
 Modules: ``_challenge`` (WWW-Authenticate), ``_discovery`` (RFC 9728 / 8414 / 2025-03-26
 fallbacks), ``_identity`` (who mcpx is to the AS), ``_scopes``, ``_tokens`` (token
-endpoint, client auth, PKCE), ``_grants`` (client_credentials, JWT-bearer), ``_dpop``
-(proofs, nonces), ``_revoke`` (RFC 7009), ``_client`` (the flow),
-``_httpauth`` (the httpx.Auth), ``_store``, ``_sqlite_store`` (``<state>/oauth.db``),
-``_logins`` (logins in progress, held by the daemon), ``_model``, ``_errors``.
+endpoint, client auth, PKCE), ``_grants`` (client_credentials, JWT-bearer),
+``_enterprise`` (the ID-JAG token exchange), ``_assertion`` (JWTs read from the
+environment or a file), ``_dpop`` (proofs, nonces), ``_revoke`` (RFC 7009), ``_client``
+(the flow), ``_httpauth`` (the httpx.Auth), ``_store``, ``_sqlite_store``
+(``<state>/oauth.db``), ``_logins`` (logins in progress, held by the daemon),
+``_model``, ``_errors``.
 """
 
 from ._challenge import Challenge, parse_challenge

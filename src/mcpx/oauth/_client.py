@@ -5,8 +5,9 @@ token before each request, and ``answer_challenge`` when the server says 401 (no
 token: discover, refresh or log in again) or 403 ``insufficient_scope`` (log in again for
 more scopes, a bounded number of times). A login needs a person, reached through the
 ``Authorizer``; without one it ends in ``LoginNeeded``. Servers configured with
-``"grant": "client_credentials"`` or ``"jwt_bearer"`` need nobody (``_grants``). DPoP
-(``_dpop``) where the server offers it. One lock: a single flow at a time.
+``"grant": "client_credentials"``, ``"jwt_bearer"`` or ``"enterprise"`` need nobody
+(``_grants``, ``_enterprise``). DPoP (``_dpop``) where the server offers it. One lock:
+a single flow at a time.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from mcpx.config import ServerConfig
 from ._challenge import Challenge
 from ._discovery import Discovery, discover
 from ._dpop import DPoPProver
+from ._enterprise import identity_provider
 from ._errors import LoginNeeded, OAuthError, Unavailable
 from ._grants import MACHINE_GRANTS, Assertion, machine_tokens
 from ._httpauth import OAuthAuth, Resent
-from ._identity import ClientSettings, configured_identity, register_client
+from ._identity import ClientSettings, block_secret, configured_identity, register_client
 from ._model import ClientIdentity, PendingLogin, Tokens
 from ._revoke import revoke
 from ._scopes import select_scope, union_scopes
@@ -62,18 +64,6 @@ class Authorizer(Protocol):
         ...
 
 
-def _secret(block: Mapping[str, object], key: str, env: Mapping[str, str]) -> str | None:
-    value = block.get(key)
-    if isinstance(value, str):
-        return value
-    var = block.get(f"{key}Env")
-    if isinstance(var, str):
-        if var not in env:
-            raise OAuthError(f"auth {key}Env names {var}, which is not set")
-        return env[var]
-    return None
-
-
 class OAuthClient:
     """The OAuth client of one configured server, for one user."""
 
@@ -102,13 +92,19 @@ class OAuthClient:
         self.scopes = " ".join(scopes) if isinstance(scopes, list) and scopes else None
         self.settings = ClientSettings(
             client_id=str(block["clientId"]) if block.get("clientId") else None,
-            client_secret=_secret(block, "clientSecret", env),
+            client_secret=block_secret(block, "clientSecret", env),
             metadata_url=str(block["clientMetadataUrl"])
             if block.get("clientMetadataUrl")
             else None,
-            private_key=_secret(block, "privateKey", env),
+            private_key=block_secret(block, "privateKey", env),
         )
         self.assertion = Assertion.from_block(block, env)
+        idp = block.get("idp")
+        self.idp = (
+            identity_provider(idp, env, block_secret(idp, "clientSecret", env))
+            if isinstance(idp, Mapping)
+            else None
+        )
         self.dpop = DPoPProver(used=dpop)
         self.store = store
         self.user = user
@@ -226,7 +222,7 @@ class OAuthClient:
         if self.grant in MACHINE_GRANTS:
             tokens = await machine_tokens(
                 http, self._discovery, server=self.name, grant=self.grant, scope=scope,
-                settings=self.settings, assertion=self.assertion, dpop=self.dpop,
+                settings=self.settings, assertion=self.assertion, idp=self.idp, dpop=self.dpop,
             )  # fmt: skip
             self.store.save_tokens(self.key, self.user, tokens)
             return tokens

@@ -27,7 +27,14 @@ from mcpx import spec
 
 from ._errors import OAuthError
 
-__all__ = ["Discovery", "discover", "issuers_match", "origin_of_url", "resource_of"]
+__all__ = [
+    "Discovery",
+    "discover",
+    "issuers_match",
+    "origin_of_url",
+    "resource_of",
+    "server_metadata",
+]
 
 log = logging.getLogger("mcpx.oauth")
 
@@ -146,24 +153,39 @@ async def _protected_resource(
     return None
 
 
+async def server_metadata(
+    http: httpx.AsyncClient, issuer: str, *, what: str = "authorization server metadata"
+) -> dict[str, Any]:
+    """The metadata of the authorization server ``issuer`` (RFC 8414, else OpenID Connect
+    discovery), its issuer checked.
+
+    Raises:
+        OAuthError: none found, or it names another issuer.
+    """
+    return await _authorization_server(http, issuer, legacy=False, what=what)
+
+
 async def _authorization_server(
-    http: httpx.AsyncClient, issuer: str, legacy: bool
+    http: httpx.AsyncClient,
+    issuer: str,
+    legacy: bool,
+    what: str = "authorization server metadata",
 ) -> dict[str, Any]:
     urls = _as_urls(issuer)[:1] if legacy else _as_urls(issuer)
     for url in urls:
-        metadata = await _get_json(http, url, "authorization server metadata")
+        metadata = await _get_json(http, url, what)
         if metadata is None:
             continue
         found = metadata.get("issuer")
         if not isinstance(found, str) or not issuers_match(found, issuer):
             raise OAuthError(
-                f"authorization server metadata at {url} names issuer {found!r}, not {issuer!r}; "
+                f"{what} at {url} names issuer {found!r}, not {issuer!r}; "
                 "refusing it (RFC 8414 §3.3)"
             )
         return metadata
     if legacy:
         return {}  # 2025-03-26: the default endpoints at the server's origin
-    raise OAuthError(f"no authorization server metadata found for {issuer}")
+    raise OAuthError(f"no {what} found for {issuer}")
 
 
 async def discover(

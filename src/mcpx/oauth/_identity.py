@@ -9,7 +9,7 @@ registered it (the store keys it by issuer), so it is never presented elsewhere.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -19,7 +19,7 @@ from ._discovery import Discovery
 from ._errors import OAuthError
 from ._model import ClientIdentity
 
-__all__ = ["ClientSettings", "pick_auth_method", "register_client"]
+__all__ = ["ClientSettings", "block_secret", "pick_auth_method", "register_client"]
 
 # Ours, best first, when the server leaves the choice to us.
 _SECRET_METHODS: Final = ("client_secret_basic", "client_secret_post")
@@ -30,10 +30,24 @@ class ClientSettings:
     """The auth block's client keys, secrets resolved."""
 
     client_id: str | None = None
-    client_secret: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
     metadata_url: str | None = None
-    private_key: str | None = None  # PEM, for private_key_jwt
+    private_key: str | None = field(default=None, repr=False)  # PEM, for private_key_jwt
     client_name: str = "mcpx"
+
+
+def block_secret(block: Mapping[str, object], key: str, env: Mapping[str, str]) -> str | None:
+    """The secret ``key`` of an auth block: as written, else from the variable its
+    ``<key>Env`` names (which must be set)."""
+    value = block.get(key)
+    if isinstance(value, str):
+        return value
+    var = block.get(f"{key}Env")
+    if isinstance(var, str):
+        if var not in env:
+            raise OAuthError(f"auth {key}Env names {var}, which is not set")
+        return env[var]
+    return None
 
 
 def pick_auth_method(discovery: Discovery, *, has_secret: bool, has_key: bool = False) -> str:

@@ -81,10 +81,12 @@ async def request_tokens(
     requested_scope: str | None,
     private_key: str | None = None,
     dpop: DPoPProver | None = None,
+    issued_token_type: str | None = None,
 ) -> Tokens:
     """POST ``form`` (grant_type and its parameters) to the token endpoint, as ``client``
     (None: no client authentication, as a JWT-bearer grant may be), with a DPoP proof
-    when ``dpop`` is given and the server offers DPoP.
+    when ``dpop`` is given and the server offers DPoP. ``issued_token_type``: a token
+    exchange's answer must say it issued that (RFC 8693 §2.2.1).
 
     Raises:
         OAuthError: the endpoint refused or answered something that is not a token.
@@ -110,5 +112,10 @@ async def request_tokens(
         raise (Unavailable if failed else OAuthError)(
             f"token request ({form['grant_type']}) to {endpoint} refused: "
             f"HTTP {response.status_code}" + (f", {error}" if isinstance(error, str) else "")
+        )
+    if issued_token_type is not None and body.get("issued_token_type") != issued_token_type:
+        raise OAuthError(
+            f"token exchange at {endpoint} issued {body.get('issued_token_type')!r}, "
+            f"not {issued_token_type}"
         )
     return Tokens.from_response(body, issuer=discovery.issuer, requested_scope=requested_scope)
