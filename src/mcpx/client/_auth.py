@@ -9,7 +9,8 @@ or, better, named by an environment variable with the ``…Env`` key):
     {"type": "query", "name", "value" | "valueEnv"}   a URL query parameter
     {"type": "env", "name", "value" | "valueEnv"}     an environment variable (stdio)
     {"type": "oauth", "clientId"?, "clientSecret"? | "clientSecretEnv"?, "scopes"?,
-     "clientMetadataUrl"?, "grant"?, "privateKeyEnv"?}
+     "clientMetadataUrl"?, "grant"?, "privateKeyEnv"?, "assertionEnv"? | "assertionFile"?,
+     "idp"?}
                                                       no headers here: ``mcpx.oauth`` gives
                                                       the HTTP transports an ``httpx.Auth``
 
