@@ -10,7 +10,7 @@ import json
 import secrets
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -26,7 +26,7 @@ from starlette.routing import Route
 from mcpx.config import ServerConfig
 from mcpx.oauth import MemoryStore, OAuthClient, OAuthError
 from mcpx.oauth._dpop import DPoPProver, access_token_hash
-from support.asgi import loopback_socket, running_app
+from support.oauth_apps import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -139,9 +139,6 @@ class DPoPServers:
 @contextmanager
 def dpop_servers(**knobs: Any) -> Iterator[DPoPServers]:
     servers = DPoPServers(**knobs)
-    as_sock, rs_sock = loopback_socket(), loopback_socket()
-    servers.as_url = f"http://127.0.0.1:{as_sock.getsockname()[1]}"
-    servers.rs_url = f"http://127.0.0.1:{rs_sock.getsockname()[1]}"
     authz = Starlette(
         routes=[
             Route("/.well-known/{rest:path}", servers.metadata),
@@ -156,9 +153,7 @@ def dpop_servers(**knobs: Any) -> Iterator[DPoPServers]:
             Route("/mcp", servers.mcp, methods=["POST"]),
         ]
     )
-    with ExitStack() as stack:
-        stack.enter_context(running_app(authz, as_sock))
-        stack.enter_context(running_app(resource, rs_sock))
+    with serving(authz, resource) as (servers.as_url, servers.rs_url):
         yield servers
 
 

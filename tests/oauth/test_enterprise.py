@@ -12,7 +12,7 @@ import json
 import secrets
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from mcpx.config import ConfigError, ServerConfig, parse_config_text
 from mcpx.oauth import MemoryStore, OAuthClient, OAuthError
-from support.asgi import loopback_socket, running_app
+from support.oauth_apps import metadata, protected, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -125,17 +125,12 @@ class Enterprise:
         )
 
     async def as_metadata(self, request: Request) -> Response:
-        if "oauth-protected-resource" in request.url.path:
-            return JSONResponse(
-                {"resource": f"{self.rs_url}/mcp", "authorization_servers": [self.as_url]}
-            )
-        return JSONResponse(
-            {
-                "issuer": self.as_url,
-                "token_endpoint": f"{self.as_url}/token",
-                "grant_types_supported": [JWT_BEARER],
-                "token_endpoint_auth_methods_supported": ["client_secret_basic"],
-            }
+        return metadata(
+            request,
+            self.as_url,
+            self.rs_url,
+            grant_types_supported=[JWT_BEARER],
+            token_endpoint_auth_methods_supported=["client_secret_basic"],
         )
 
     async def as_token(self, request: Request) -> Response:
@@ -163,21 +158,12 @@ class Enterprise:
         return JSONResponse({"access_token": access, "token_type": "Bearer", "expires_in": 600})
 
     async def mcp(self, request: Request) -> Response:
-        token = request.headers.get("authorization", "").removeprefix("Bearer ")
-        if token not in self.valid:
-            metadata = f"{self.rs_url}/.well-known/oauth-protected-resource/mcp"
-            header = f'Bearer resource_metadata="{metadata}"'
-            return JSONResponse({"error": "invalid_token"}, 401, {"WWW-Authenticate": header})
-        return JSONResponse({"ok": True})
+        return protected(request, self.rs_url, self.valid)
 
 
 @contextmanager
 def enterprise(**knobs: Any) -> Iterator[Enterprise]:
     world = Enterprise(**knobs)
-    socks = [loopback_socket() for _ in range(3)]
-    world.idp_url, world.as_url, world.rs_url = (
-        f"http://127.0.0.1:{s.getsockname()[1]}" for s in socks
-    )
     idp = Starlette(
         routes=[
             Route("/.well-known/openid-configuration", world.idp_metadata),
@@ -197,9 +183,7 @@ def enterprise(**knobs: Any) -> Iterator[Enterprise]:
             Route("/mcp", world.mcp, methods=["POST"]),
         ]
     )
-    with ExitStack() as stack:
-        for app, sock in zip((idp, authz, resource), socks, strict=True):
-            stack.enter_context(running_app(app, sock))
+    with serving(idp, authz, resource) as (world.idp_url, world.as_url, world.rs_url):
         yield world
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from mcpx.config import ConfigError, ServerConfig, parse_config_text
 from mcpx.oauth import MemoryStore, OAuthClient, OAuthError
-from support.asgi import loopback_socket, running_app
+from support.oauth_apps import metadata, protected, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -42,17 +42,12 @@ class WorkloadServers:
     valid: set[str] = field(default_factory=set)
 
     async def metadata(self, request: Request) -> Response:
-        if "oauth-protected-resource" in request.url.path:
-            return JSONResponse(
-                {"resource": f"{self.rs_url}/mcp", "authorization_servers": [self.as_url]}
-            )
-        return JSONResponse(
-            {
-                "issuer": self.as_url,
-                "token_endpoint": f"{self.as_url}/token",
-                "grant_types_supported": [GRANT],
-                "token_endpoint_auth_methods_supported": ["none"],
-            }
+        return metadata(
+            request,
+            self.as_url,
+            self.rs_url,
+            grant_types_supported=[GRANT],
+            token_endpoint_auth_methods_supported=["none"],
         )
 
     async def token(self, request: Request) -> Response:
@@ -65,20 +60,12 @@ class WorkloadServers:
         return JSONResponse({"access_token": access, "token_type": "Bearer", "expires_in": 60})
 
     async def mcp(self, request: Request) -> Response:
-        token = request.headers.get("authorization", "").removeprefix("Bearer ")
-        if token not in self.valid:
-            metadata = f"{self.rs_url}/.well-known/oauth-protected-resource/mcp"
-            header = f'Bearer resource_metadata="{metadata}"'
-            return JSONResponse({"error": "invalid_token"}, 401, {"WWW-Authenticate": header})
-        return JSONResponse({"ok": True})
+        return protected(request, self.rs_url, self.valid)
 
 
 @contextmanager
 def workload_servers(**knobs: Any) -> Iterator[WorkloadServers]:
     servers = WorkloadServers(**knobs)
-    as_sock, rs_sock = loopback_socket(), loopback_socket()
-    servers.as_url = f"http://127.0.0.1:{as_sock.getsockname()[1]}"
-    servers.rs_url = f"http://127.0.0.1:{rs_sock.getsockname()[1]}"
     authz = Starlette(
         routes=[
             Route("/.well-known/{rest:path}", servers.metadata),
@@ -91,9 +78,7 @@ def workload_servers(**knobs: Any) -> Iterator[WorkloadServers]:
             Route("/mcp", servers.mcp, methods=["POST"]),
         ]
     )
-    with ExitStack() as stack:
-        stack.enter_context(running_app(authz, as_sock))
-        stack.enter_context(running_app(resource, rs_sock))
+    with serving(authz, resource) as (servers.as_url, servers.rs_url):
         yield servers
 
 
