@@ -12,19 +12,22 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import httpx
 import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from mcpx.config import ServerConfig
-from mcpx.oauth import MemoryStore, OAuthClient, OAuthError
+from mcpx.oauth import MemoryStore, OAuthClient, OAuthError, SqliteStore, TokenStore
 from mcpx.oauth._dpop import DPoPProver, access_token_hash
 from support.oauth_apps import serving
 
@@ -61,6 +64,7 @@ class DPoPServers:
     token_proofs: list[dict[str, Any]] = field(default_factory=list)
     resource_seen: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
     bound: dict[str, str] = field(default_factory=dict)  # access token -> key thumbprint
+    refreshes: dict[str, str] = field(default_factory=dict)  # refresh token -> thumbprint
     codes: set[str] = field(default_factory=set)
 
     def _nonce(self, wanted: str | None) -> str | None:
@@ -103,12 +107,22 @@ class DPoPServers:
         nonce = self._nonce(self.as_nonces)
         if proof and nonce is not None and claims.get("nonce") != nonce:
             return JSONResponse({"error": "use_dpop_nonce"}, 400, {"DPoP-Nonce": nonce})
-        if form.get("code") not in self.codes:
+        key = _thumbprint(header["jwk"]) if proof else None
+        if form.get("grant_type") == "refresh_token":
+            # A public client's refresh token is bound to its key (§5): only it may use it.
+            if self.refreshes.get(form.get("refresh_token", "")) != key or key is None:
+                return JSONResponse({"error": "invalid_grant"}, 400)
+        elif form.get("code") not in self.codes:
             return JSONResponse({"error": "invalid_grant"}, 400)
-        access = "at-" + secrets.token_urlsafe(8)
-        if proof and self.token_type == "DPoP":
-            self.bound[access] = _thumbprint(header["jwk"])
-        body = {"access_token": access, "token_type": self.token_type, "expires_in": 3600}
+        access, refresh = "at-" + secrets.token_urlsafe(8), "rt-" + secrets.token_urlsafe(8)
+        if key is not None and self.token_type == "DPoP":
+            self.bound[access] = self.refreshes[refresh] = key
+        body = {
+            "access_token": access,
+            "token_type": self.token_type,
+            "expires_in": 3600,
+            "refresh_token": refresh,
+        }
         return JSONResponse(body)
 
     async def mcp(self, request: Request) -> Response:
@@ -165,11 +179,14 @@ class Browser:
         return str(response.headers["location"])
 
 
-def _client(servers: DPoPServers) -> OAuthClient:
+def _client(
+    servers: DPoPServers, store: TokenStore | None = None, person: bool = True
+) -> OAuthClient:
     server = ServerConfig(
         name="srv", transport="http", url=f"{servers.rs_url}/mcp", auth={"type": "oauth"}
     )
-    return OAuthClient(server, store=MemoryStore(), authorizer=Browser())
+    authorizer = Browser() if person else None
+    return OAuthClient(server, store=store or MemoryStore(), authorizer=authorizer)
 
 
 async def _calls(client: OAuthClient, url: str, n: int = 1) -> list[httpx.Response]:
@@ -209,6 +226,19 @@ def test_each_proof_is_fresh_and_a_resource_proof_hashes_the_token() -> None:
     assert proofs[0]["jti"] != proofs[1]["jti"]
     digest = hashlib.sha256(token.encode()).digest()
     assert proofs[0]["ath"] == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def test_a_prover_takes_over_a_kept_p256_key_and_no_other() -> None:
+    kept, prover = DPoPProver(), DPoPProver()
+    prover.adopt(kept.pem)
+    assert prover.public_jwk == kept.public_jwk
+    assert _verify(prover.proof("POST", "https://rs.example/mcp"))[0]["jwk"] == kept.public_jwk
+    other = ec.generate_private_key(ec.SECP384R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    with pytest.raises(ValueError, match="P-256"):
+        prover.adopt(other.decode())
+    assert prover.public_jwk == kept.public_jwk
 
 
 def test_a_nonce_is_used_only_at_the_origin_that_gave_it() -> None:
@@ -275,6 +305,39 @@ async def test_a_bearer_token_from_a_dpop_server_is_sent_as_bearer() -> None:
         assert response.status_code == 200
         assert servers.token_proofs[0]["typ"] == "dpop+jwt"
         assert servers.resource_seen[-1] == ("Bearer", None)
+
+
+async def test_a_restarted_daemon_proves_with_the_key_its_tokens_are_bound_to(
+    tmp_path: Path,
+) -> None:
+    """The key the tokens were granted with is kept with them in oauth.db: the next daemon
+    (or another client of the same sign-in) uses the bound token, and refreshes it, with
+    that key; nobody has to sign in again."""
+    with dpop_servers() as servers:
+        before = SqliteStore(tmp_path / "oauth.db")
+        (first,) = await _calls(_client(servers, before), f"{servers.rs_url}/mcp")
+        assert first.status_code == 200
+        before.close()
+        (granted,) = servers.bound.values()
+
+        after = SqliteStore(tmp_path / "oauth.db")
+        # No person this time: another login would be LoginNeeded.
+        client = _client(servers, after, person=False)
+        (again,) = await _calls(client, f"{servers.rs_url}/mcp")
+        assert again.status_code == 200
+        assert len(servers.token_proofs) == 1  # the stored token, no new grant
+        scheme, claims = servers.resource_seen[-1]
+        assert scheme == "DPoP" and claims is not None
+
+        servers.bound.clear()  # the resource forgets it: the refresh token must serve
+        (refreshed,) = await _calls(client, f"{servers.rs_url}/mcp")
+        assert refreshed.status_code == 200
+        assert len(servers.token_proofs) == 2 and len(servers.codes) == 1  # no new login
+        assert list(servers.bound.values()) == [granted]  # bound to the same key still
+        stored = after.tokens(client.key, "")
+        assert stored is not None and stored.dpop_key is not None
+        assert stored.dpop_key not in repr(stored)
+        after.close()
 
 
 # -- what the call's telemetry is told ------------------------------------------------------

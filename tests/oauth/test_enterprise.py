@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcpx.config import ConfigError, ServerConfig, parse_config_text
-from mcpx.oauth import MemoryStore, OAuthClient, OAuthError
+from mcpx.oauth import MemoryStore, OAuthClient, OAuthError, store_key
 from support.oauth_apps import metadata, protected, serving
 
 pytestmark = pytest.mark.anyio
@@ -295,6 +295,20 @@ async def test_an_idp_whose_metadata_names_another_issuer_is_refused() -> None:
         with pytest.raises(OAuthError, match=r"identity provider metadata .* names issuer"):
             await _call(client, world)
         assert world.exchanges == []
+
+
+def test_another_identity_provider_is_another_sign_in() -> None:
+    """Tokens are kept under a key of the server and its auth block's non-secret keys,
+    the IdP's among them: tokens bought through one IdP are not used for another."""
+
+    def key(**idp: str) -> str:
+        auth = {"type": "oauth", "grant": "enterprise", "clientId": "m", "idp": idp}
+        return store_key(ServerConfig(name="a", transport="http", url="https://x/mcp", auth=auth))
+
+    base = {"issuer": "https://sso.example", "clientId": "c", "idTokenEnv": "T"}
+    assert key(**base) == key(**base | {"idTokenEnv": "OTHER", "clientSecret": "s3cret"})
+    assert key(**base) != key(**base | {"issuer": "https://other-sso.example"})
+    assert key(**base) != key(**base | {"clientId": "c2"})
 
 
 def _config(auth: dict[str, object]) -> str:

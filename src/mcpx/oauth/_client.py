@@ -170,14 +170,19 @@ class OAuthClient:
         only with a Bearer challenge."""
         return self.configured or challenge.bearer
 
-    def dpop_bound(self, token: str) -> bool:
-        """Whether ``token`` is a DPoP-bound one (sent with a proof, RFC 9449 §7.1)."""
+    def dpop_for(self, token: str) -> DPoPProver | None:
+        """The prover for ``token`` when it is a DPoP-bound one (sent with a proof, RFC 9449
+        §7.1), holding the key it is bound to; None: a Bearer token."""
         tokens = self.store.tokens(self.key, self.user)
-        return (
-            tokens is not None
-            and tokens.access_token == token
-            and tokens.token_type.lower() == "dpop"
-        )
+        if tokens is None or tokens.access_token != token or tokens.token_type.lower() != "dpop":
+            return None
+        return self._proving(tokens)
+
+    def _proving(self, tokens: Tokens) -> DPoPProver:
+        """The prover, holding the key ``tokens`` were granted with (when they say)."""
+        if tokens.dpop_key is not None:
+            self.dpop.adopt(tokens.dpop_key)
+        return self.dpop
 
     async def answer_challenge(self, status: int, challenge: Challenge, sent: str | None) -> bool:
         """Get tokens that may pass ``challenge``; False when there is nothing more to try.
@@ -266,7 +271,8 @@ class OAuthClient:
                     form,
                     requested_scope=tokens.scope,
                     private_key=self.settings.private_key,
-                    dpop=self.dpop,
+                    # A refresh token bound to a key is proved with that key (§5).
+                    dpop=self._proving(tokens),
                 )
                 break
             except Unavailable as exc:

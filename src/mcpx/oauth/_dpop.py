@@ -1,8 +1,10 @@
 """DPoP (RFC 9449, SEP-1932): access tokens bound to a key only mcpx holds.
 
-Each ``OAuthClient`` has a ``DPoPProver``: an EC P-256 key made with it and kept in
-memory only (a restarted daemon has a new key; the server's 401 to the old binding runs
-the flow again). It is used when the authorization server lists ES256 in
+Each ``OAuthClient`` has a ``DPoPProver``: an EC P-256 key made with it, which tokens
+granted with its proofs keep (``Tokens.dpop_key``, in ``<state>/oauth.db`` like the
+tokens): whoever uses those tokens, a restarted daemon or another client of the same
+sign-in, proves with the key they are bound to (``adopt``). It is used when the
+authorization server lists ES256 in
 ``dpop_signing_alg_values_supported``: token requests carry a proof (§5), and a token
 granted with ``token_type`` DPoP goes to the resource as ``Authorization: DPoP <token>``
 with a fresh proof on every request, ``ath`` the token's hash (§7). A server's nonce
@@ -24,6 +26,7 @@ from typing import Any, Final
 
 import httpx
 import jwt
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
@@ -54,9 +57,30 @@ class DPoPProver:
 
     def __init__(self, *, used: bool = True) -> None:
         self.used = used  # False: no proofs at all (plain Bearer tokens)
-        self._key = ec.generate_private_key(ec.SECP256R1())
-        self.public_jwk: dict[str, Any] = ECAlgorithm.to_jwk(self._key.public_key(), as_dict=True)
         self._nonces: dict[tuple[str, str, int | None], str] = {}
+        self._use(ec.generate_private_key(ec.SECP256R1()))
+
+    def _use(self, key: ec.EllipticCurvePrivateKey) -> None:
+        self._key = key
+        self.public_jwk: dict[str, Any] = ECAlgorithm.to_jwk(key.public_key(), as_dict=True)
+        self.pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ).decode("ascii")
+
+    def adopt(self, pem: str) -> None:
+        """Prove with the key ``pem`` from now on (the one tokens were bound to).
+
+        Raises:
+            ValueError: it is not a P-256 private key.
+        """
+        if pem == self.pem:
+            return
+        key = serialization.load_pem_private_key(pem.encode("ascii"), password=None)
+        if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
+            raise ValueError("a DPoP key must be an EC P-256 private key")
+        self._use(key)
 
     def __repr__(self) -> str:
         return f"DPoPProver(kty=EC, crv=P-256, nonces={len(self._nonces)})"

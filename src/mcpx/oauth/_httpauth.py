@@ -35,7 +35,7 @@ class Flow(Protocol):
     async def answer_challenge(
         self, status: int, challenge: Challenge, sent: str | None
     ) -> bool: ...
-    def dpop_bound(self, token: str) -> bool: ...
+    def dpop_for(self, token: str) -> DPoPProver | None: ...
 
 
 # Told of a request about to be sent again, and why.
@@ -92,11 +92,10 @@ class OAuthAuth(httpx.Auth):
     def _present(self, request: httpx.Request, token: str | None) -> httpx.Request:
         if not token:
             return request
-        if self._client.dpop_bound(token):
+        prover = self._client.dpop_for(token)
+        if prover is not None:
             request.headers["Authorization"] = f"DPoP {token}"
-            request.headers["DPoP"] = self._client.dpop.proof(
-                request.method, request.url, access_token=token
-            )
+            request.headers["DPoP"] = prover.proof(request.method, request.url, access_token=token)
         else:
             request.headers["Authorization"] = f"Bearer {token}"
             request.headers.pop("DPoP", None)

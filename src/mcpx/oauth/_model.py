@@ -1,7 +1,7 @@
 """The values an OAuth flow keeps: tokens, the client's identity, a login in progress.
 
-Each ``repr`` leaves the secrets out (access and refresh tokens, client secret, PKCE
-verifier), so a value may be logged or shown as it is.
+Each ``repr`` leaves the secrets out (access and refresh tokens, their DPoP key, client
+secret, PKCE verifier), so a value may be logged or shown as it is.
 """
 
 from __future__ import annotations
@@ -27,10 +27,18 @@ class Tokens:
     scope: str | None = None
     issuer: str | None = None
     issued_at: float = field(default_factory=time.time)  # epoch seconds
+    # The DPoP key (PKCS#8 PEM) the token request was proved with, so the tokens may be
+    # bound to it (RFC 9449): kept with them, it signs their proofs after a restart too.
+    dpop_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_response(
-        cls, body: Mapping[str, Any], *, issuer: str | None, requested_scope: str | None
+        cls,
+        body: Mapping[str, Any],
+        *,
+        issuer: str | None,
+        requested_scope: str | None,
+        dpop_key: str | None = None,
     ) -> Tokens:
         """From a token endpoint's JSON answer (RFC 6749 §5.1); an omitted scope is the
         requested one."""
@@ -47,6 +55,7 @@ class Tokens:
             expires_at=expires_at,
             scope=scope if isinstance(scope, str) else requested_scope,
             issuer=issuer,
+            dpop_key=dpop_key,
         )
 
     def expires_within(self, seconds: float) -> bool:

@@ -18,6 +18,8 @@ __all__ = ["MemoryStore", "TokenStore", "store_key"]
 
 # The auth block's keys that name no secret: a change to one of them is another login.
 _KEY_PARTS: Final = ("type", "clientId", "clientSecretEnv", "scopes", "clientMetadataUrl", "grant")
+# And its identity provider's (the enterprise grant): another IdP may be another user.
+_IDP_PARTS: Final = ("issuer", "tokenEndpoint", "clientId")
 
 
 class TokenStore(Protocol):
@@ -54,10 +56,10 @@ class MemoryStore:
 def store_key(server: ServerConfig) -> str:
     """A stable hash of the server's name, url and the non-secret keys of its auth block."""
     block = dict(server.auth or {})
-    parts = {
-        "name": server.name,
-        "url": server.url,
-        "auth": {k: block[k] for k in _KEY_PARTS if k in block},
-    }
+    auth: dict[str, object] = {k: block[k] for k in _KEY_PARTS if k in block}
+    idp = block.get("idp")
+    if isinstance(idp, dict):
+        auth["idp"] = {k: idp[k] for k in _IDP_PARTS if k in idp}
+    parts = {"name": server.name, "url": server.url, "auth": auth}
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -96,8 +96,9 @@ async def request_tokens(
     headers: dict[str, str] = {}
     if client is not None:
         form, headers = authenticated_form(client, form, discovery, private_key)
+    proved = dpop is not None and dpop.offered_by(discovery.metadata)
     try:
-        if dpop is not None and dpop.offered_by(discovery.metadata):
+        if dpop is not None and proved:
             response = await dpop_post(http, dpop, endpoint, form, headers)
         else:
             response = await http.post(endpoint, data=form, headers=headers)
@@ -118,4 +119,9 @@ async def request_tokens(
             f"token exchange at {endpoint} issued {body.get('issued_token_type')!r}, "
             f"not {issued_token_type}"
         )
-    return Tokens.from_response(body, issuer=discovery.issuer, requested_scope=requested_scope)
+    return Tokens.from_response(
+        body,
+        issuer=discovery.issuer,
+        requested_scope=requested_scope,
+        dpop_key=dpop.pem if dpop is not None and proved else None,
+    )
