@@ -340,6 +340,17 @@ async def test_a_restarted_daemon_proves_with_the_key_its_tokens_are_bound_to(
         after.close()
 
 
+async def test_another_client_of_the_same_sign_in_proves_with_its_key() -> None:
+    """The daemon signs in with one client (its login) and connects with another: the
+    second uses the bound token with the key the first was granted it with."""
+    with dpop_servers() as servers:
+        store = MemoryStore()
+        (signed_in,) = await _calls(_client(servers, store), f"{servers.rs_url}/mcp")
+        (connected,) = await _calls(_client(servers, store, person=False), f"{servers.rs_url}/mcp")
+        assert (signed_in.status_code, connected.status_code) == (200, 200)
+        assert len(servers.token_proofs) == 1
+
+
 # -- what the call's telemetry is told ------------------------------------------------------
 
 
