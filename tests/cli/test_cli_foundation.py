@@ -135,3 +135,25 @@ def test_protocol_json_and_table(tmp_path: Path) -> None:
 @pytest.mark.parametrize("bad", [["protocol", "--kind", "nope"], ["nosuch"]])
 def test_usage_errors_exit_2(tmp_path: Path, bad: list[str]) -> None:
     assert run(*bad, cwd=tmp_path).returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        ("serve", ["--passthrough"]),
+        ("daemon", ["--port", "--address", "--daemon-auth", "--state-dir"]),
+        ("call", []),
+    ],
+)
+def test_help_shows_a_commands_own_settings_and_points_at_the_rest(
+    tmp_path: Path, command: str, shown: list[str]
+) -> None:
+    proc = run(command, "--help", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    listed = {word.rstrip(",") for line in proc.stdout.splitlines() for word in line.split()}
+    assert set(shown) <= listed
+    # The other sixty-odd settings stay out of the way, pointed at instead.
+    assert "--proto-state-ttl" not in listed
+    assert "`mcpx settings` lists them." in " ".join(proc.stdout.split())
+    # And a hidden flag still works.
+    assert run(command, "--proto-state-ttl", "1h", "--help", cwd=tmp_path).returncode == 0

@@ -1,8 +1,9 @@
 """Settings for a command: every setting is a flag, generated from the registry.
 
 A command decorated with ``settings_options`` accepts ``--config FILE`` and one
-flag per setting (its derived flag and any documented alias), hidden from
-``--help`` to keep it readable; ``mcpx settings`` lists them all.
+flag per setting (its derived flag and any documented alias). ``--help`` shows the
+few a command names as its own (``shown``: ``mcpx serve``'s ``--passthrough``) and says
+where the rest are: ``mcpx settings`` lists them all (some sixty would bury the help).
 ``load_settings`` then resolves defaults < file < environment < flags.
 """
 
@@ -30,7 +31,13 @@ from mcpx.config import (
 )
 from mcpx.spec import PolicyError, UnknownRevisionError
 
-__all__ = ["Loaded", "UsageFailure", "load_settings", "settings_options"]
+__all__ = [
+    "Loaded",
+    "UsageFailure",
+    "load_settings",
+    "settings_options",
+    "settings_options_showing",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,30 +53,42 @@ class UsageFailure(click.ClickException):
 
 
 def settings_options(f: F) -> F:
+    """Every setting as a flag on the command, none of them in its help."""
+    return _with_settings(f, ())
+
+
+def settings_options_showing(*shown: str) -> Callable[[F], F]:
+    """``settings_options``, the flags of the settings named ``shown`` in the help."""
+    return lambda f: _with_settings(f, shown)
+
+
+def _with_settings(f: F, shown: tuple[str, ...]) -> F:
     for param, name in reversed(_PARAM.items()):
         s = SETTINGS[name]
+        hidden = name not in shown
         if isinstance(s.kind, BooleanKind):
-            # Alone, a boolean setting's flag means true (`--insecure-no-auth`); a value may follow.
+            # Alone, a boolean setting's flag means true (`--insecure-no-auth`); a value
+            # may follow.
             option = click.option(
                 *s.flags,
                 param,
                 default=None,
-                hidden=True,
+                hidden=hidden,
                 help=s.doc,
                 is_flag=False,
                 flag_value="true",
             )
         else:
-            option = click.option(*s.flags, param, default=None, hidden=True, help=s.doc)
+            option = click.option(*s.flags, param, default=None, hidden=hidden, help=s.doc)
         f = option(f)
-    f = click.option(
+    return click.option(
         CONFIG_FLAG,
         _CONFIG_PARAM,
         default=None,
         metavar="FILE",
-        help="Config file (default: MCPX_CONFIG, else the nearest .mcpx.json or .mcp.json).",
+        help="Config file (default: MCPX_CONFIG, else the nearest .mcpx.json or .mcp.json). "
+        "Every setting is a flag too (--pool-call-timeout 30): `mcpx settings` lists them.",
     )(f)
-    return f
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ from mcpx.config import (
 from mcpx.daemon import EX_STATE_FULL, DaemonPaths, demo_server
 from mcpx.ops import CLI_AGENT, PROFILE_HEADER
 
-from ._context import Loaded, load_settings, settings_options
+from ._context import Loaded, load_settings, settings_options, settings_options_showing
 from ._endpoint import Endpoint, link_http, parse_endpoint
 from ._http import DaemonHttp, Reply, UnixHttp
 from ._remote import Remote, missing_route, reach, refuse_unremote, run_remote
@@ -324,7 +324,7 @@ class _Progress:
 
 
 @click.command("daemon")
-@settings_options
+@settings_options_showing("daemon.address", "daemon.port", "daemon.auth", "state.dir")
 def daemon_command(**params: Any) -> None:
     """Run the daemon in the foreground (the CLI starts it on demand)."""
     from mcpx.daemon import serve  # the HTTP server, only when serving

@@ -41,7 +41,7 @@ from typing import Any, Final
 
 import click
 
-from ._context import load_settings, settings_options
+from ._context import load_settings, settings_options_showing
 from ._daemon import DaemonClient, alive, check_profile, servers_for
 from ._endpoint import parse_endpoint
 
@@ -168,7 +168,7 @@ def carry_lines(sock: socket.socket) -> None:
     default=None,
     help="Offer this host only the servers of profile NAME (default: mcp.profile).",
 )
-@settings_options
+@settings_options_showing("mcp.passthrough")
 def serve_command(transport: str, profile: str | None, **params: Any) -> None:
     """Serve MCP on stdio, through the daemon (started if needed)."""
     loaded = load_settings(params)
