@@ -133,3 +133,40 @@ def test_the_session_cookie_counts_only_from_the_consoles_own_pages(
         refused = tcp.post("/v1/call", json=body, headers=posted)
         assert refused.status_code == 403
         assert refused.json()["error"]["code"] == "console_token_required"
+
+
+def test_sign_out_ends_the_session_for_every_copy_of_its_cookie(
+    page: Page, guarded: Daemon, shots: Path
+) -> None:
+    page.goto(_login_link(guarded))
+    expect(page).to_have_url(f"{_base(guarded)}/ui")
+    [cookie] = page.context.cookies()
+    copy = {"Cookie": f"{cookie['name']}={cookie['value']}", "Sec-Fetch-Site": "same-origin"}
+    with httpx.Client(base_url=_base(guarded), timeout=60) as tcp:
+        assert tcp.get("/v1/servers", headers=copy).status_code == 200
+        # Not from a page elsewhere: the sign-out needs the console's form token too.
+        forged = {**copy, "Origin": _base(guarded), "Content-Type": "application/json"}
+        refused = tcp.post("/ui/logout", content=b"{}", headers=forged)
+        assert refused.status_code == 403
+        assert "console_token_required" in refused.text
+        assert tcp.get("/v1/servers", headers=copy).status_code == 200
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("status")).to_contain_text("Signed out")
+        expect(page.get_by_role("status")).to_contain_text("run `mcpx ui`")
+        page.screenshot(path=shots / "signed-out.png", full_page=True)
+        assert page.context.cookies() == []  # the browser dropped it
+        # And the session is over here: a copy of the cookie opens nothing any more.
+        assert tcp.get("/v1/servers", headers=copy).status_code == 401
+        answer = page.goto(f"{_base(guarded)}/ui")
+        assert answer is not None and answer.status == 401
+
+
+def test_a_console_without_a_session_offers_no_sign_out(
+    page: Page, guarded: Daemon, token: str
+) -> None:
+    page.goto(_login_link(guarded))
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    # Reached with the daemon's token instead of a session: nothing to sign out of.
+    with httpx.Client(base_url=_base(guarded), timeout=60) as tcp:
+        html = tcp.get("/ui", headers={"Authorization": f"Bearer {token}"}).text
+    assert '<meta name="mcpx-console-signed-in" content="">' in html

@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from ._console_login import TICKET_LIFE, console_logins, session_cookie
+from ._console_login import TICKET_LIFE, console_logins, cookie_name, session_cookie
 from ._daemon_auth import PRINCIPAL
 
 __all__ = ["CONSOLE_TOKEN_HEADER", "console_routes", "console_token", "console_token_ok"]
@@ -65,6 +65,7 @@ _STATIC: Final = {
     "console.css": "text/css; charset=utf-8",
 }
 _TOKEN_SLOT: Final = "{{console_token}}"
+_SIGNED_IN_SLOT: Final = "{{signed_in}}"
 
 
 @cache
@@ -86,7 +87,17 @@ def _asset(name: str) -> str:
 async def _page(request: Request) -> Response:
     # The token is URL-safe base64: nothing in it needs escaping in an attribute.
     html = _asset("index.html").replace(_TOKEN_SLOT, console_token())
+    # Signed in with a session (a daemon whose port needs a token): it may sign out.
+    value = _session(request)
+    signed_in = value is not None and console_logins().session(value)[0]
+    html = html.replace(_SIGNED_IN_SLOT, "yes" if signed_in else "")
     return HTMLResponse(html, headers=_HEADERS)
+
+
+def _session(request: Request) -> str | None:
+    """The console session cookie this request carries, if any."""
+    port = (request.scope.get("server") or ("", None))[1]
+    return request.cookies.get(cookie_name(port))
 
 
 async def _static(request: Request) -> Response:
@@ -136,6 +147,16 @@ async def _login(request: Request) -> Response:
     return JSONResponse({"ok": True}, headers={**_HEADERS, "Set-Cookie": cookie})
 
 
+async def _logout(request: Request) -> Response:
+    """Signs the browser out: its session ends here, and the browser drops its cookie.
+    Only from the console's own page, with its form token (the front door checks)."""
+    value = _session(request)
+    ended = value is not None and console_logins().end(value)
+    port = (request.scope.get("server") or ("", None))[1]
+    gone = session_cookie(port, "", request.url.scheme == "https", life=0)
+    return JSONResponse({"signedOut": ended}, headers={**_HEADERS, "Set-Cookie": gone})
+
+
 _ROOT: Final = (
     '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>mcpx</title></head>'
     '<body><p>This is an mcpx daemon. <a href="/ui">Open its web console</a>.</p></body></html>'
@@ -148,12 +169,14 @@ async def _root(request: Request) -> Response:
 
 def console_routes() -> list[Route]:
     """``GET /ui`` (the page), ``GET /ui/static/{name}`` (its files), ``GET /`` (a link),
-    and the login: ``GET``/``POST /ui/login``, ``POST /ui/login/ticket``."""
+    the login: ``GET``/``POST /ui/login``, ``POST /ui/login/ticket``, and ``POST
+    /ui/logout``."""
     return [
         Route("/ui", _page, methods=["GET"], name="console"),
         Route("/ui/login", _login_page, methods=["GET"], name="console.login.page"),
         Route("/ui/login", _login, methods=["POST"], name="console.login"),
         Route("/ui/login/ticket", _ticket, methods=["POST"], name="console.login.ticket"),
+        Route("/ui/logout", _logout, methods=["POST"], name="console.logout"),
         Route("/ui/static/{name}", _static, methods=["GET"], name="console.static"),
         Route("/", _root, methods=["GET"], name="root"),
     ]

@@ -5,7 +5,9 @@ reaches the daemon over its unix socket, or with a token) asks for a one-time lo
 ticket and opens ``/ui/login#<ticket>``. The ticket is in the fragment: a browser never
 sends a fragment, so it is in no request line, log or ``Referer``. The login page posts
 it (JSON body) to ``/ui/login``, which answers a session cookie, and drops the fragment
-from the address bar.
+from the address bar. The console's "Sign out" posts to ``/ui/logout``, which ends the
+session here (its cookie is worth nothing from then on, wherever a copy went) and has the
+browser drop the cookie.
 
 Invariants:
 
@@ -84,6 +86,11 @@ class ConsoleLogins:
             return False, None
         return True, entry.principal
 
+    def end(self, value: str) -> bool:
+        """Ends the session ``value`` (signed out); False when there was none live."""
+        entry = self._sessions.pop(_digest(value), None)
+        return entry is not None and entry.expires > self.clock()
+
     def _add(self, table: OrderedDict[bytes, _Entry], who: str | None, life: float) -> str:
         now = self.clock()
         for key in [k for k, e in table.items() if e.expires <= now]:
@@ -106,8 +113,10 @@ def cookie_name(port: int | None) -> str:
     return f"mcpx_console_{port or 0}"
 
 
-def session_cookie(port: int | None, value: str, https: bool) -> str:
-    """The ``Set-Cookie`` value for a new session."""
+def session_cookie(port: int | None, value: str, https: bool, life: float = SESSION_LIFE) -> str:
+    """The ``Set-Cookie`` value for a new session (``life`` 0: the browser's is dropped)."""
     secure = "; Secure" if https else ""
-    life = int(SESSION_LIFE)
-    return f"{cookie_name(port)}={value}; Max-Age={life}; Path=/; HttpOnly; SameSite=Strict{secure}"
+    return (
+        f"{cookie_name(port)}={value}; Max-Age={int(life)}; Path=/; HttpOnly; "
+        f"SameSite=Strict{secure}"
+    )

@@ -13,12 +13,12 @@ rebinding). So before any route runs, in this order, the first failure answering
    (403 for a token short of a scope), saying that in a browser ``mcpx ui`` logs in. An
    accepted request carries who made it in ``scope[PRINCIPAL]`` (``token:<name>``,
    ``oauth:<sub>``) for the routes to scope by. A browser cannot send a token: instead a
-   web console session cookie (``_console_login``) is accepted on /ui and /v1 from the
-   daemon's own pages only (``_console_session``), and the login page and its files pass
-   without one.
-   Then a /v1 request that changes state (any method but GET, HEAD, OPTIONS) and comes
-   from a browser (it has an ``Origin``: browsers always send one on such requests)
-   carries the web console's form token (``X-Mcpx-Console-Token``), else 403. Clients
+   web console session cookie (``_console_login``) is accepted on /ui, /ui/logout and
+   /v1 from the daemon's own pages only (``_console_session``), and the login page and its
+   files pass without one.
+   Then a /v1 request that changes state (any method but GET, HEAD, OPTIONS), or the
+   sign-out, from a browser (it has an ``Origin``: browsers always send one on such
+   requests) carries the web console's form token (``X-Mcpx-Console-Token``), else 403. Clients
    that send no ``Origin`` (the CLI, SDKs) are not asked for it.
 5. A POST, and any request with a body (a Content-Length above 0 or a
    Transfer-Encoding), says ``Content-Type: application/json``, else 415: the forms and
@@ -283,7 +283,7 @@ def _console_session(scope: Scope, headers: dict[bytes, list[bytes]]) -> str | N
     the same host is same-site, so ``SameSite=Strict`` alone would let its requests carry
     the cookie: these rules do not. Else None."""
     path = scope["path"]
-    if not (path == "/ui" or path.startswith(("/ui/static/", "/v1/"))):
+    if not (path in ("/ui", "/ui/logout") or path.startswith(("/ui/static/", "/v1/"))):
         return None
     if _one(headers, b"sec-fetch-site") not in ("same-origin", "none"):
         return None
@@ -308,8 +308,10 @@ def _cookie(headers: dict[bytes, list[bytes]], name: str) -> str | None:
 
 
 def _console_form(scope: Scope, headers: dict[bytes, list[bytes]]) -> _Refusal | None:
-    """A browser's state-changing /v1 request without the console's form token."""
-    if scope.get("method") in _READS or not scope["path"].startswith("/v1/"):
+    """A browser's state-changing /v1 request (or sign-out) without the console's form
+    token."""
+    path = scope["path"]
+    if scope.get("method") in _READS or not (path.startswith("/v1/") or path == "/ui/logout"):
         return None
     if b"origin" not in headers:
         return None

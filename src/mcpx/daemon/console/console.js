@@ -77,6 +77,20 @@ async function countQuestions() {
   setTimeout(countQuestions, 2000);
 }
 
+// Signed in with a session (a daemon whose port needs a token): the session can end here.
+function offerSignOut() {
+  if (document.querySelector('meta[name="mcpx-console-signed-in"]').content !== "yes") return;
+  const button = document.getElementById("sign-out");
+  button.hidden = false;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    const { status } = await api("POST", "/ui/logout", {});
+    if (status === 200) location.replace("/ui/login?signed-out");
+    else button.disabled = false;
+  });
+}
+
 window.addEventListener("hashchange", show);
 show();
 countQuestions();
+offerSignOut();

@@ -4,9 +4,14 @@
 
 const status = document.getElementById("login-status");
 const ticket = location.hash.slice(1);
+const signedOut = new URLSearchParams(location.search).has("signed-out");
 history.replaceState(null, "", location.pathname);
 
 async function login() {
+  if (!ticket && signedOut) {
+    status.textContent = "Signed out. To open the console again, run `mcpx ui` where the daemon runs.";
+    return;
+  }
   if (!ticket) {
     status.textContent = "This console needs a login: run `mcpx ui` where the daemon runs; it opens the console logged in.";
     return;
