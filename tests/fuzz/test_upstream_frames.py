@@ -187,6 +187,11 @@ def _bad_error(value: Any) -> bool:
     )
 
 
+# Ids mcpx never sends an upstream (its ids are 1, 2, 3, ...): an answer under one answers
+# nothing of mcpx's. (A positive integer may be the very id of the call: its answer.)
+_other_ids = any_ids.filter(lambda i: isinstance(i, bool) or not isinstance(i, int) or i <= 0)
+
+
 # The answer's envelope broken (the result inside it fine).
 broken = st.one_of(
     st.builds(lambda r: {"jsonrpc": "1.0", "id": ID, "result": r}, call_results),
@@ -201,7 +206,7 @@ broken = st.one_of(
             st.fixed_dictionaries({"code": st.integers(), "message": json_values}),
         ).filter(_bad_error),
     ),
-    st.builds(lambda rid, r: {"jsonrpc": "2.0", "id": rid, "result": r}, any_ids, call_results),
+    st.builds(lambda rid, r: {"jsonrpc": "2.0", "id": rid, "result": r}, _other_ids, call_results),
     st.just({"jsonrpc": "2.0", "id": ID}),
 )
 # The envelope right, the CallToolResult in it not (the official schema's words).
