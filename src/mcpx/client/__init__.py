@@ -18,6 +18,7 @@ from ._errors import HandshakeFailed, UpstreamBroken, UpstreamError, UpstreamTim
 from ._handler import DeclineEverything, QuestionHandler, QuestionOrigin
 from ._handshake import CLIENT_INFO, Handshake, Negotiated
 from ._open import Hooks, OnUpstreamNotification, open_session
+from ._pending import SENT_AHEAD, SentAhead
 from ._probe import ExitedDuringProbe, NeedsLegacySse, Preference, negotiate
 from ._requests import REQUEST_WATCH, RequestWatch
 from ._session import Session
@@ -26,6 +27,7 @@ from ._task_calls import offers_tasks
 __all__ = [
     "CLIENT_INFO",
     "REQUEST_WATCH",
+    "SENT_AHEAD",
     "AuthError",
     "AuthParts",
     "Connection",
@@ -43,6 +45,7 @@ __all__ = [
     "QuestionOrigin",
     "Remembered",
     "RequestWatch",
+    "SentAhead",
     "Session",
     "Unanswered",
     "UpstreamBroken",

@@ -14,7 +14,6 @@ module keeps three promises:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections import deque
@@ -29,6 +28,7 @@ from mcpx import wire
 from mcpx.transport import Inbound, RequestFailed, Transport, TransportClosed, TransportError
 
 from ._errors import UpstreamBroken, UpstreamError, UpstreamTimeout
+from ._pending import SENT_AHEAD, Pending, SentAhead
 
 __all__ = ["Connection", "Unanswered", "open_connection"]
 
@@ -51,47 +51,6 @@ _ABANDONED_MEMORY = 1024
 class Unanswered(Exception):
     """Raised by a request handler: send no response at all (a 2026-07-28
     server's request, which the client MUST NOT answer)."""
-
-
-class _Pending:
-    """One request's answer to come. Waited for on an asyncio future of its own, woken by
-    the answer or a timer: every upstream call waits here, and an anyio event and
-    ``move_on_after`` scope cost several times as much (the daemon runs on asyncio)."""
-
-    __slots__ = ("_waiter", "answered", "method", "outcome")
-
-    def __init__(self, method: str) -> None:
-        self.method = method
-        self.outcome: dict[str, Any] | Exception | None = None
-        self.answered = False
-        self._waiter: asyncio.Future[None] | None = None
-
-    def settle(self, outcome: dict[str, Any] | Exception) -> None:
-        if not self.answered:
-            self.answered = True
-            self.outcome = outcome
-            self._wake()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def answer(self, seconds: float | None) -> bool:
-        """Until answered, or ``seconds`` have passed (None: no limit); whether it was.
-        Cancellable, as any wait."""
-        if self.answered:
-            return True
-        loop = asyncio.get_running_loop()
-        self._waiter = loop.create_future()
-        timer = None if seconds is None else loop.call_later(seconds, self._wake)
-        try:
-            await self._waiter
-        finally:
-            self._waiter = None
-            if timer is not None:
-                timer.cancel()
-        return self.answered
 
 
 # How often a call whose budget is paused looks whether the pause ended.
@@ -118,7 +77,7 @@ class Connection:
         self._on_request = on_request
         self._on_notification = on_notification
         self._ids = wire.RequestIds()
-        self._pending: dict[wire.RequestId, _Pending] = {}
+        self._pending: dict[wire.RequestId, Pending] = {}
         self._abandoned: deque[wire.RequestId] = deque(maxlen=_ABANDONED_MEMORY)
         self._answering: dict[wire.RequestId, anyio.CancelScope] = {}
         # Questions of the upstream's being answered now, and the time they paused
@@ -160,11 +119,17 @@ class Connection:
             UpstreamError: this one exchange failed (``__cause__`` says how).
         """
         self._check_open()
-        rid = request_id if request_id is not None else self._ids.next()
-        pending = _Pending(method)
-        self._pending[rid] = pending
+        ahead = SENT_AHEAD.get()
+        if ahead is not None and request_id is None and ahead.take(self, method, params):
+            rid, pending = ahead.rid, ahead.pending  # written already: only the wait is left
+        else:
+            ahead = None
+            rid = request_id if request_id is not None else self._ids.next()
+            pending = Pending(method)
+            self._pending[rid] = pending
         try:
-            await self._send(wire.request(rid, method, params), headers)
+            if ahead is None:
+                await self._send(wire.request(rid, method, params), headers)
             await self._wait(pending, timeout)
         except TimeoutError:
             await self._cancel(rid, f"no answer within {timeout:g}s", cancellable)
@@ -181,7 +146,29 @@ class Connection:
             self._pending.pop(rid, None)
         return self._unwrap(pending)
 
-    async def _wait(self, pending: _Pending, timeout: float | None) -> None:
+    def send_ahead(self, method: str, params: dict[str, Any]) -> SentAhead | None:
+        """Write a request now, before its caller gets here, when the transport can take
+        it at once (``send_now``); None: nothing was written. The caller's ``request``
+        takes it (``SENT_AHEAD``), or it is withdrawn."""
+        send_now = getattr(self.transport, "send_now", None)
+        if send_now is None or self.broken is not None:
+            return None
+        ahead = SentAhead(self, self._ids.next(), method, params)
+        frame = wire.request(ahead.rid, method, params)
+        if not send_now(frame):
+            return None
+        self._pending[ahead.rid] = ahead.pending
+        self._on_sent(frame, None)
+        return ahead
+
+    async def withdraw(self, rid: wire.RequestId, pending: Pending, reason: str) -> None:
+        """Give up on request ``rid`` that nobody waits for (``SentAhead``): cancelled
+        upstream unless it was answered already; an answer still to come is dropped."""
+        self._pending.pop(rid, None)
+        if not pending.answered:
+            await self._cancel(rid, reason, cancellable=True)
+
+    async def _wait(self, pending: Pending, timeout: float | None) -> None:
         """Until ``pending`` is answered; ``timeout`` seconds of it, not counting the
         time the upstream's questions were pending (someone was being asked: that is
         not the upstream being slow).
@@ -233,7 +220,7 @@ class Connection:
         if self.broken is not None:
             raise UpstreamBroken(f"{self.name}: {self.broken}")
 
-    def _unwrap(self, pending: _Pending) -> dict[str, Any]:
+    def _unwrap(self, pending: Pending) -> dict[str, Any]:
         outcome = pending.outcome
         if isinstance(outcome, dict):
             return outcome

@@ -56,6 +56,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpx import wire
+from mcpx.client import SentAhead
 from mcpx.ops import OpContext
 from mcpx.server import Conn, HostSession, release_all, subscribe, too_many_running
 from mcpx.transport import PipeReceiveStream, PipeSendStream
@@ -335,7 +336,9 @@ class StdioChannel:
         scope = self.session.in_flight.register(frame["id"])
         if frame.get("method") == "subscriptions/listen":
             self._listens.add(scope)
-        requests.start_soon(self._request, frame, scope)
+        # A pass-through call goes upstream now; its task finds it sent.
+        ahead = self.session.send_ahead(frame, self.ctx, scope, self._emit)
+        requests.start_soon(self._request, frame, scope, ahead)
 
     def _refuse(self, error: wire.Frame) -> None:
         # Refused before dispatch judged it: traced here with no revision, as /mcp traces
@@ -344,7 +347,12 @@ class StdioChannel:
             self.ctx.trace(None, error, None)
         self._emit(error)
 
-    async def _request(self, frame: wire.Frame, scope: anyio.CancelScope | None = None) -> None:
+    async def _request(
+        self,
+        frame: wire.Frame,
+        scope: anyio.CancelScope | None = None,
+        ahead: SentAhead | None = None,
+    ) -> None:
         # Given a scope: a request that runs in a slot (initialize runs in line, without).
         try:
             reply = await self.session.serve(
@@ -354,6 +362,7 @@ class StdioChannel:
                 ask=self._ask,
                 scope=scope,
                 slotted=scope is not None,
+                ahead=ahead,
             )
         finally:
             if scope is not None:

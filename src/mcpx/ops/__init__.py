@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ._telemetry import METRICS_CONTENT_TYPE, Telemetry, configured
     from ._telemetry_otel import Otel
     from ._telemetry_prom import PromMetrics
-    from ._upstream_call import TRACE_KEYS, request_for_caller, upstream_error
+    from ._upstream_call import TRACE_KEYS, request_for_caller, send_ahead, upstream_error
 
 __all__ = [
     "CLI_AGENT",
@@ -100,6 +100,7 @@ __all__ = [
     "rank_tools",
     "request_for_caller",
     "run_operation",
+    "send_ahead",
     "split_gateway",
     "upstream_error",
     "upstream_resource",
@@ -123,6 +124,7 @@ _LAZY = {
     "input_problem": "_operation_input",
     "TRACE_KEYS": "_upstream_call",
     "request_for_caller": "_upstream_call",
+    "send_ahead": "_upstream_call",
     "upstream_error": "_upstream_call",
     "METRICS_CONTENT_TYPE": "_telemetry",
     "Telemetry": "_telemetry",

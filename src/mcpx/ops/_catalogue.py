@@ -66,10 +66,9 @@ class Catalogue:
             UnknownServer: no such server.
         """
         self.pool.server(server)
+        if not refresh and (settled := self.settled(server)) is not None:
+            return settled  # no listing under way (the common case)
         lock = self._locks.get(server)
-        known = self._entries.get(server)
-        if not refresh and known is not None and (lock is None or not lock.locked()):
-            return self._offer(server, known)  # no listing under way (the common case)
         if lock is None:
             lock = self._locks[server] = anyio.Lock()
         async with lock:
@@ -77,6 +76,15 @@ class Catalogue:
                 self._entries[server] = await self._list(server)
                 self._save()
         return self._offer(server, self._entries[server])
+
+    def settled(self, server: str) -> dict[str, Any] | None:
+        """What ``entry`` gives now without waiting; None: it would list first (never
+        listed, or a listing under way), or no such server."""
+        known = self._entries.get(server)
+        if known is None or server not in self.pool.servers:
+            return None
+        lock = self._locks.get(server)
+        return self._offer(server, known) if lock is None or not lock.locked() else None
 
     def _offer(self, server: str, entry: dict[str, Any]) -> dict[str, Any]:
         """``entry`` with only the tools the server's filters offer."""

@@ -25,14 +25,15 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from mcpx import wire
-from mcpx.client import UpstreamError, UpstreamTimeout, login_needed, offers_tasks
-from mcpx.config import more_verbose
+from mcpx.client import SentAhead, UpstreamError, UpstreamTimeout, login_needed, offers_tasks
+from mcpx.config import ServerConfig, more_verbose
 from mcpx.pool import PoolFull, UnknownServer
 from mcpx.shapes import call_result_problem, without_nulls
 
@@ -50,9 +51,12 @@ __all__ = [
     "TRACE_KEYS",
     "login_needed_error",
     "request_for_caller",
+    "send_ahead",
     "upstream",
     "upstream_error",
 ]
+
+log = logging.getLogger("mcpx.ops")
 
 # W3C trace context in _meta: passed upstream unchanged.
 TRACE_KEYS: Final = ("traceparent", "tracestate", "baggage")
@@ -144,29 +148,11 @@ async def request_for_caller(
     capabilities, with its trace context; the upstream's progress and log messages go
     back to it while the request runs (all absent for /v1 callers). ``relay_input``
     hands a modern upstream's ``input_required`` back as it is."""
-    # Every surface's calls pass here: depth first (a too deep value cannot be measured).
-    if "arguments" in params:
-        check_depth(params["arguments"])
-    check_arguments_size(ctx.settings, method, params)
+    config = _refusal_or_config(ctx, server, method, params)
     caller = ctx.caller_meta or {}
     meta: dict[str, Any] = {k: caller[k] for k in TRACE_KEYS if k in caller}
     meta |= params.get("_meta") or {}
     level = more_verbose(ctx.log_level, str(ctx.settings["log.level"]))
-    config = ctx.pool.servers.get(server)
-    if config is None or not ctx.visible(server):
-        raise UnknownServer(server, ctx.server_names())
-    if (
-        method == "tools/call"
-        and config.filtered
-        and not config.offers_tool(str(params.get("name")))
-    ):
-        # Filtered out: as if the server did not have it, on every surface.
-        raise OpError(
-            404,
-            "unknown_tool",
-            f"{server} has no tool named {params.get('name')!r}",
-            {"server": server},
-        )
     scope = ctx.pool.scope_key(config, ctx.identity)
     started = time.monotonic()
     outcome: dict[str, Any] = {}  # for call.finished: an error is assumed until it answers
@@ -213,6 +199,66 @@ async def request_for_caller(
             ms = round((time.monotonic() - started) * 1000, 1)
             data = {"tool": params.get("name"), "ms": ms, **outcome}
             later(partial(ctx.events.publish, server=server), "call.finished", data)
+
+
+def _refusal_or_config(
+    ctx: OpContext, server: str, method: str, params: dict[str, Any]
+) -> ServerConfig:
+    """What refuses a request before anything is sent, raised; else ``server``'s config.
+
+    Raises:
+        InvalidParams: arguments nested too deep; OpError: over ``pool.maxArguments``,
+            or a tool the server's filters leave out; UnknownServer: not configured, or
+            outside the caller's profile.
+    """
+    # Every surface's calls pass here: depth first (a too deep value cannot be measured).
+    if "arguments" in params:
+        check_depth(params["arguments"])
+    check_arguments_size(ctx.settings, method, params)
+    config = ctx.pool.servers.get(server)
+    if config is None or not ctx.visible(server):
+        raise UnknownServer(server, ctx.server_names())
+    if (
+        method == "tools/call"
+        and config.filtered
+        and not config.offers_tool(str(params.get("name")))
+    ):
+        # Filtered out: as if the server did not have it, on every surface.
+        raise OpError(
+            404,
+            "unknown_tool",
+            f"{server} has no tool named {params.get('name')!r}",
+            {"server": server},
+        )
+    return config
+
+
+def send_ahead(ctx: OpContext, server: str, params: dict[str, Any]) -> SentAhead | None:
+    """The ``tools/call`` that ``request_for_caller(ctx, server, "tools/call", params)``
+    is about to send, written now, before the caller's task runs (``SentAhead``); None
+    when nothing was. Only a call sent exactly as given, with nothing of the caller's to
+    add (no ``_meta``: no trace context, no progress token), that nothing refuses, not
+    run as a task, no OpenTelemetry span to open first, and an instance ready to take it
+    at once; the caller's own request then takes it (``SENT_AHEAD``)."""
+    if (
+        "_meta" in params
+        or "task" in params
+        or (ctx.caller_meta and any(k in ctx.caller_meta for k in TRACE_KEYS))
+    ):
+        return None
+    if ctx.telemetry is not None and ctx.telemetry.tracing:
+        return None  # the CLIENT span's trace context goes in the request's _meta
+    try:
+        _refusal_or_config(ctx, server, "tools/call", params)
+    except Exception:  # refused: the caller's own request says why
+        return None
+    if _as_task(ctx, server, params, None):
+        return None
+    inst = ctx.pool.ready(server, ctx.identity)
+    ahead = inst.send_ahead("tools/call", params) if inst is not None else None
+    if ahead is not None:
+        log.debug("%s: tools/call %r sent ahead as request %r", server, params["name"], ahead.rid)
+    return ahead
 
 
 def _as_task(ctx: OpContext, server: str, params: dict[str, Any], timeout: float | None) -> bool:

@@ -27,6 +27,7 @@ from mcpx.client import (
     OnUpstreamNotification,
     QuestionHandler,
     QuestionOrigin,
+    SentAhead,
     Session,
     UpstreamError,
     open_session,
@@ -241,6 +242,15 @@ class Instance:
             self.last_used = time.monotonic()
             if not self.in_flight and self._idle is not None:
                 self._idle.set()
+
+    def send_ahead(self, method: str, params: dict[str, Any]) -> SentAhead | None:
+        """``method`` written now for the call about to be made here with the same
+        params (``Connection.send_ahead``); None: nothing was. A legacy session only: a
+        modern request restates its ``_meta`` per call, as only the call knows it."""
+        session = self.session
+        if session is None or not self.usable or session.modern:
+            return None
+        return session.conn.send_ahead(method, params)
 
     async def drained(self) -> None:
         """Until no call is in flight (the instance is being retired)."""

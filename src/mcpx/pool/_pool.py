@@ -97,6 +97,19 @@ class Pool:
     def scope_key(self, server: ServerConfig, identity: str | None) -> str:
         return identity or "anonymous" if server.scope == "identity" else ""
 
+    def ready(self, name: str, identity: str | None = None) -> Instance | None:
+        """The instance ``instance`` would hand over now without waiting: ready, and
+        nobody replacing it. None: it would have to start one, wait or refuse."""
+        server = self.servers.get(name)
+        if server is None or self._stopping is not None:
+            return None
+        key = (name, self.scope_key(server, identity))
+        current = self._instances.get(key)
+        if current is None or not current.usable:
+            return None
+        lock = self._locks.get(key)
+        return current if lock is None or not lock.locked() else None
+
     async def instance(self, name: str, identity: str | None = None) -> Instance:
         """The ready instance for ``name`` and the caller's scope, started if needed.
 
@@ -107,11 +120,11 @@ class Pool:
         server = self.server(name)
         if self._stopping is not None:
             raise UpstreamError(f"{name}: mcpx is stopping and takes no new calls")
+        current = self.ready(name, identity)
+        if current is not None:
+            return current  # the common case, lock-free
         key = (name, self.scope_key(server, identity))
         lock = self._locks.get(key)
-        current = self._instances.get(key)
-        if current is not None and current.usable and (lock is None or not lock.locked()):
-            return current  # ready, and nobody is replacing it: the common case, lock-free
         if lock is None:
             lock = self._locks[key] = anyio.Lock()
         async with lock:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from mcpx import wire
-from mcpx.config import DEFAULT_PROFILE, LOG_LEVELS
+from mcpx.config import LOG_LEVELS
 from mcpx.ops import Caller
 from mcpx.shapes import downgrade, downgrade_notification, envelope, server_capabilities
 from mcpx.spec import MODERN, NEWEST
@@ -49,7 +49,7 @@ from . import _subscriptions as subscriptions
 from . import _surface as surface
 from ._conn import Conn
 from ._host_questions import host_asker
-from ._identity import identity_for
+from ._identity import identity_for, profile_for
 from ._listen import listen
 from ._revision import check_removed, judge, negotiate_initialize, stateless
 from ._stateless_checks import check_headers, check_meta
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from mcpx.config import Settings
     from mcpx.ops import OpContext
 
-__all__ = ["INSTRUCTIONS", "dispatch"]
+__all__ = ["INSTRUCTIONS", "dispatch", "spelled_result"]
 
 log = logging.getLogger("mcpx.server")
 
@@ -209,8 +209,7 @@ async def _answer(
     asker = host_asker(view, rev, ask) if ask and rev not in MODERN and view.initialized else None
     per_request = ctx.evolve(
         passthrough=conn.passthrough,
-        # A host always has a profile: its own, else the daemon's, else the default.
-        profile=conn.profile or str(settings["mcp.profile"]) or DEFAULT_PROFILE,
+        profile=profile_for(conn, settings),
         identity=scope,
         host_capabilities=host,
         notify=_spelling(notify, rev, ctx, settings),
@@ -227,7 +226,7 @@ async def _answer(
         result = await rounds.answer(
             per_request, view, method, params, lambda c: handler(replace(call, ctx=c)), release
         )
-        return _spelled(method, result, rev, ctx, settings)
+        return spelled_result(method, result, rev, ctx, settings)
     try:
         result = await handler(call)
     finally:
@@ -235,7 +234,7 @@ async def _answer(
         if identity is None and ctx.pool.holds(scope):
             with anyio.CancelScope(shield=True):
                 await ctx.pool.release(scope)
-    return _spelled(method, result, rev, ctx, settings)
+    return spelled_result(method, result, rev, ctx, settings)
 
 
 def _who(info: Mapping[str, Any] | None) -> str | None:
@@ -263,7 +262,8 @@ def _spelling(
     return notify
 
 
-def _spelled(method: str, result: JSON, rev: str, ctx: OpContext, settings: Settings) -> JSON:
+def spelled_result(method: str, result: JSON, rev: str, ctx: OpContext, settings: Settings) -> JSON:
+    """``result``, built in the newest shape, as a host of ``rev`` is sent it."""
     out: JSON = downgrade(method, result, rev, policy=settings.policy())
     if rev not in MODERN:
         return out

@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from mcpx import wire
+from mcpx.client import SENT_AHEAD, SentAhead
 from mcpx.spec import BATCHED
 from mcpx.wire import Kind, McpError
 
@@ -36,6 +38,7 @@ from ._conn import Conn
 from ._dispatch import dispatch
 from ._host_questions import HostQuestions
 from ._in_flight import InFlight
+from ._send_ahead import reply_ahead, send_ahead
 from ._session_bounds import batch_refusal
 from ._slots import Slots
 
@@ -44,6 +47,8 @@ if TYPE_CHECKING:
     from mcpx.ops import OpContext
 
 __all__ = ["Ask", "HostSession", "Notify"]
+
+log = logging.getLogger("mcpx.server")
 
 JSON = dict[str, Any]
 # Puts a question (method, params) to the host; its result.
@@ -63,6 +68,8 @@ class HostSession:
     in_flight: InFlight = field(default_factory=InFlight)
     batched: int = 0
     asking: int = 0  # questions put to the host and not answered yet
+    # The answers written ahead (``send_ahead``), until ``serve`` compares its own.
+    _replied: dict[SentAhead, wire.Frame] = field(default_factory=dict)
 
     @classmethod
     def open(cls, conn: Conn, settings: Settings) -> HostSession:
@@ -115,16 +122,23 @@ class HostSession:
         headers: Mapping[str, str] | None = None,
         scope: anyio.CancelScope | None = None,
         slotted: bool = True,
+        ahead: SentAhead | None = None,
     ) -> wire.Frame | None:
-        """The answer to the request ``frame``; None when the host withdrew it.
+        """The answer to the request ``frame``; None when the host withdrew it, or
+        when its answer went to the host ahead (``send_ahead``).
 
         ``scope``: one ``in_flight.register`` gave already, so that a cancel read before
         this runs finds it. ``slotted``: wait in line for a slot; False when the caller
-        holds one already, or the request needs none (``initialize``).
+        holds one already, or the request needs none (``initialize``). ``ahead``: what
+        ``send_ahead`` sent for it (its slot is given back here).
         """
+        early: wire.Frame | None = None
         with self.in_flight.serving(frame.get("id"), scope) as scope:
-            if slotted and not self.slots.take_nowait():
+            if ahead is not None:
+                slotted = True  # taken by send_ahead
+            elif slotted and not self.slots.take_nowait():
                 await self.slots.take()  # in line; a cancel here withdraws it
+            sent = SENT_AHEAD.set(ahead) if ahead is not None else None
             try:
                 reply = await dispatch(
                     frame,
@@ -138,7 +152,42 @@ class HostSession:
             finally:
                 if slotted:
                     self.slots.give()
-        return None if scope.cancelled_caught else reply
+                if sent is not None and ahead is not None:
+                    SENT_AHEAD.reset(sent)
+                    await ahead.withdraw("the caller went away")  # unless it was taken
+                    early = self._replied.pop(ahead, None)
+        if early is not None:
+            if early != reply:  # a defect: the host has the first
+                log.error("the answer sent ahead for %r differs from dispatch's", frame["id"])
+            return None
+        return None if scope.cancel_called else reply
+
+    def send_ahead(
+        self, frame: wire.Frame, ctx: OpContext, scope: anyio.CancelScope, send: Notify
+    ) -> SentAhead | None:
+        """The request ``frame`` written upstream now, when it is a pass-through call
+        that can be (``_send_ahead``), holding a slot for it; ``serve`` it with the
+        result. Its answer goes to ``send`` as it arrives when it is a plain result,
+        unless ``scope`` (the request's, from ``in_flight``) was cancelled by then.
+        None: nothing was sent (nor a slot taken)."""
+        if not self.slots.free or self.slots.waiting:
+            return None
+        ahead = send_ahead(ctx, self.conn, frame)
+        if ahead is None:
+            return None
+        self.slots.take_nowait()  # free, and nobody waits: taken
+        request_id = frame["id"]
+
+        def answered(outcome: JSON | Exception) -> None:
+            if scope.cancel_called:
+                return  # withdrawn: answered nothing
+            reply = reply_ahead(ctx, self.conn, request_id, outcome)
+            if reply is not None:
+                self._replied[ahead] = reply
+                send(reply)
+
+        ahead.on_answer(answered)
+        return ahead
 
     def batch_refusal(self, decoded: wire.Decoded, settings: Settings) -> McpError | None:
         """Why ``decoded`` is refused whole, or None (``_session_bounds``)."""

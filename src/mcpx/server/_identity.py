@@ -17,14 +17,18 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from mcpx.config import DEFAULT_PROFILE
 from mcpx.spec import MODERN
 from mcpx.wire import InvalidParams
 
 from ._conn import Conn
 
-__all__ = ["SESSION_META", "identity_for"]
+if TYPE_CHECKING:
+    from mcpx.config import Settings
+
+__all__ = ["SESSION_META", "identity_for", "profile_for"]
 
 SESSION_META: Final = "dev.mcpx/session"
 
@@ -46,6 +50,12 @@ def identity_for(meta: Mapping[str, Any] | None, conn: Conn, *, process: str) ->
     if conn.transport == "stdio":
         return process
     return None if conn.session_id is None else f"http:{conn.session_id}"
+
+
+def profile_for(conn: Conn, settings: Settings) -> str:
+    """The profile a request on ``conn`` is served in: the host always has one, its own,
+    else the daemon's, else the default."""
+    return conn.profile or str(settings["mcp.profile"]) or DEFAULT_PROFILE
 
 
 def _named(meta: Mapping[str, Any] | None) -> str | None:

@@ -32,7 +32,8 @@ class InFlight:
         self, request_id: wire.RequestId | None, scope: anyio.CancelScope | None = None
     ) -> _Serving:
         """Run the handler inside (a context manager giving the scope);
-        ``scope.cancelled_caught`` afterwards: withdrawn."""
+        ``scope.cancel_called`` afterwards: withdrawn (whether or not the handler
+        was still running to notice)."""
         if scope is None:
             scope = anyio.CancelScope() if request_id is None else self.register(request_id)
         return _Serving(self._scopes, request_id, scope)

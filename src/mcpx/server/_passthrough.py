@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from mcpx.ops import Caller, OpError, request_for_caller, upstream_error
 from mcpx.spec import TASKS_EXTENSION
@@ -32,7 +32,15 @@ from mcpx.wire import InternalError, InvalidParams, McpError
 if TYPE_CHECKING:
     from mcpx.ops import OpContext
 
-__all__ = ["forward", "merged", "owner", "resource_owner", "servers", "tool_schema"]
+__all__ = [
+    "forward",
+    "merged",
+    "owner",
+    "owner_now",
+    "resource_owner",
+    "servers",
+    "tool_schema",
+]
 
 JSON = dict[str, Any]
 
@@ -94,7 +102,23 @@ _LISTINGS_KEPT: Final = 64
 
 async def _listing(ctx: OpContext, kind: str) -> _Listing:
     names = servers(ctx)
-    entries = tuple([await ctx.catalogue.entry(server) for server in names])
+    return _kept(kind, names, tuple([await ctx.catalogue.entry(server) for server in names]))
+
+
+def owner_now(ctx: OpContext, kind: str, name: str) -> str | None:
+    """``owner``, when it can be told without waiting (every server listed, no listing
+    under way); None: none owns it, or it cannot be told now."""
+    names = servers(ctx)
+    entries = tuple(ctx.catalogue.settled(server) for server in names)
+    if not names or any(entry is None for entry in entries):
+        return None
+    try:
+        return _kept(kind, names, cast(tuple[JSON, ...], entries)).owners.get(name)
+    except McpError:
+        return None  # a listing failed, or a name two offer: the request says so
+
+
+def _kept(kind: str, names: tuple[str, ...], entries: tuple[JSON, ...]) -> _Listing:
     key = (kind, names)
     known = _LISTINGS.get(key)
     if known is not None and all(a is b for a, b in zip(known.entries, entries, strict=True)):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import subprocess
 from collections import deque
@@ -36,7 +37,7 @@ from typing import Any, Final
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from mcpx.wire import RequestId, dumps
+from mcpx.wire import McpError, RequestId, dumps
 
 from ._base import MAX_FRAME_BYTES, Inbound, TransportClosed
 from ._frames import BadFrame, parse_frames, snippet
@@ -132,6 +133,24 @@ class StdioTransport:
                 await self._exited.wait()
             self._raise_if_over()
             raise TransportClosed(f"{self._command} closed its stdin") from exc
+
+    def send_now(self, frame: dict[str, Any]) -> bool:
+        """Write ``frame`` as one line now, whole or not at all, without waiting: only a
+        line of at most ``PIPE_BUF`` bytes (a pipe takes such a write whole or refuses
+        it), while nobody else is writing and the transport is not over. False: nothing
+        was written (send it with ``send``)."""
+        if self._write_lock.locked() or self._inbox.reason is not None or self._exited.is_set():
+            return False
+        try:
+            line = dumps(frame) + b"\n"
+        except McpError:
+            return False  # send() says why
+        if len(line) > select.PIPE_BUF:
+            return False
+        try:
+            return self._stdin.send_nowait(line) == len(line)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False
 
     async def receive(self) -> Inbound:
         """The next frame from the child's stdout.
