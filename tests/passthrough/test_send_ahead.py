@@ -132,3 +132,20 @@ def test_a_call_with_meta_goes_by_its_task(
     assert len(_sent_ahead(daemon)) == ahead_before
     (sent,) = _read(upstream_log)[before:]
     assert sent["params"]["_meta"]["progressToken"].startswith("mcpx-")
+
+
+def test_a_gateway_call_goes_ahead_too(daemon: Daemon, host: StdioPeer, upstream_log: Path) -> None:
+    before, ahead_before = len(_read(upstream_log)), len(_sent_ahead(daemon))
+    args = {"server": "fake", "tool": "echo", "arguments": {"text": "through the gateway"}}
+    reply = host.request(500, "tools/call", {"name": "mcpx_call", "arguments": args}, timeout=30)
+    assert reply["result"]["content"] == [{"type": "text", "text": "through the gateway"}]
+    assert len(_sent_ahead(daemon)) - ahead_before == 1
+    (sent,) = _read(upstream_log)[before:]
+    assert sent["params"] == {"name": "echo", "arguments": {"text": "through the gateway"}}
+    # One the gateway refuses (no such tool) is refused as ever, nothing sent.
+    args = {"server": "fake", "tool": "nope", "arguments": {}}
+    refused = host.request(501, "tools/call", {"name": "mcpx_call", "arguments": args}, timeout=30)
+    assert refused["result"]["isError"] is True
+    assert "no tool named 'nope'" in refused["result"]["content"][0]["text"]
+    assert len(_read(upstream_log)) == before + 1
+    assert len(_sent_ahead(daemon)) - ahead_before == 1

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ._catalogue import Catalogue
     from ._context import OpContext, profiled
     from ._handle_auth import logged_in
+    from ._handle_calls import call_ahead
     from ._handle_exec import exec_tool_result
     from ._handlers import HANDLERS, run_operation
     from ._operation_input import check_input, input_problem
@@ -85,6 +86,7 @@ __all__ = [
     "Status",
     "Telemetry",
     "by_name",
+    "call_ahead",
     "check_input",
     "configured",
     "exec_tool_result",
@@ -118,6 +120,7 @@ _LAZY = {
     "Catalogue": "_catalogue",
     "OpContext": "_context",
     "profiled": "_context",
+    "call_ahead": "_handle_calls",
     "HANDLERS": "_handlers",
     "run_operation": "_handlers",
     "check_input": "_operation_input",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
+
+from mcpx.client import SentAhead
 
 from ._completion import declares_completions, from_catalogue
 from ._detached import returning_call
@@ -18,12 +20,12 @@ from ._handle_listings import catalogued_tool
 from ._limits import check_arguments_size
 from ._operations import QUESTIONS_HEADER, RUN_HEADER
 from ._tool_input import check_arguments, check_depth
-from ._upstream_call import request_for_caller, upstream
+from ._upstream_call import request_for_caller, send_ahead, upstream
 
 if TYPE_CHECKING:
     from ._context import OpContext
 
-__all__ = ["call", "complete", "prompts_get", "resources_read"]
+__all__ = ["call", "call_ahead", "complete", "prompts_get", "resources_read"]
 
 
 async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
@@ -46,6 +48,30 @@ async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
             ctx, server, f"tools/call {name}", run, lambda call: upstream(server, call)
         )
     return await upstream(server, run(ctx))
+
+
+def call_ahead(ctx: OpContext, args: dict[str, Any]) -> SentAhead | None:
+    """The request ``call`` is about to send, written now (``send_ahead``), when
+    ``args`` ask for nothing but the call (no timeout, no run, no questions header) and
+    the arguments pass their catalogued tool's schema; None: nothing was sent."""
+    if not args.keys() <= _PLAIN_CALL:
+        return None
+    server, name = args["server"], args["tool"]
+    entry = ctx.catalogue.settled(server) if ctx.visible(server) else None
+    if entry is None or entry.get("error"):
+        return None  # refused, or listed first: the call says
+    tool = ctx.catalogue.tools_by_name(server, entry).last.get(name)
+    arguments = args.get("arguments") or {}
+    try:
+        if tool is None:
+            return None
+        check_arguments(server, tool, arguments)
+    except OpError:
+        return None
+    return send_ahead(ctx, server, {"name": name, "arguments": arguments})
+
+
+_PLAIN_CALL: Final = frozenset({"server", "tool", "arguments"})
 
 
 def _in_run(ctx: OpContext, run: object) -> OpContext:

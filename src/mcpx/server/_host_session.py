@@ -172,16 +172,17 @@ class HostSession:
         None: nothing was sent (nor a slot taken)."""
         if not self.slots.free or self.slots.waiting:
             return None
-        ahead = send_ahead(ctx, self.conn, frame)
-        if ahead is None:
+        sent = send_ahead(ctx, self.conn, frame)
+        if sent is None:
             return None
+        ahead, shape = sent
         self.slots.take_nowait()  # free, and nobody waits: taken
         request_id = frame["id"]
 
         def answered(outcome: JSON | Exception) -> None:
             if scope.cancel_called:
                 return  # withdrawn: answered nothing
-            reply = reply_ahead(ctx, self.conn, request_id, outcome)
+            reply = reply_ahead(ctx, self.conn, request_id, outcome, shape)
             if reply is not None:
                 self._replied[ahead] = reply
                 send(reply)

@@ -36,7 +36,7 @@ __all__ = [
     "forward",
     "merged",
     "owner",
-    "owner_now",
+    "owners_now",
     "resource_owner",
     "servers",
     "tool_schema",
@@ -105,17 +105,18 @@ async def _listing(ctx: OpContext, kind: str) -> _Listing:
     return _kept(kind, names, tuple([await ctx.catalogue.entry(server) for server in names]))
 
 
-def owner_now(ctx: OpContext, kind: str, name: str) -> str | None:
-    """``owner``, when it can be told without waiting (every server listed, no listing
-    under way); None: none owns it, or it cannot be told now."""
+def owners_now(ctx: OpContext, kind: str) -> Mapping[str, str] | None:
+    """The pass-through server owning each name of ``kind`` (as ``owner`` tells), when
+    that can be told without waiting: every server listed, no listing under way, none
+    failed, no name offered twice. None: it cannot be told now (the request says why)."""
     names = servers(ctx)
     entries = tuple(ctx.catalogue.settled(server) for server in names)
-    if not names or any(entry is None for entry in entries):
+    if any(entry is None for entry in entries):
         return None
     try:
-        return _kept(kind, names, cast(tuple[JSON, ...], entries)).owners.get(name)
+        return _kept(kind, names, cast(tuple[JSON, ...], entries)).owners
     except McpError:
-        return None  # a listing failed, or a name two offer: the request says so
+        return None
 
 
 def _kept(kind: str, names: tuple[str, ...], entries: tuple[JSON, ...]) -> _Listing:

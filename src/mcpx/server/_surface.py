@@ -60,6 +60,7 @@ __all__ = [
     "list_templates",
     "list_tools",
     "read_resource",
+    "readable_uris",
 ]
 
 JSON = dict[str, Any]
@@ -108,7 +109,7 @@ async def call_tool(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
     if op is None and isinstance(name, str) and (found := _prefixed(surface, name, ctx)):
         server, tool = found
         forwarded = await passthrough.forward(ctx, server, "tools/call", {**params, "name": tool})
-        return _readable_uris(server, forwarded)
+        return readable_uris(server, forwarded)
     if op is None:
         raise InvalidParams(f"no tool named {name!r}; mcpx has: {', '.join(own)}")
     arguments = params.get("arguments")
@@ -125,13 +126,13 @@ async def call_tool(ctx: OpContext, params: Mapping[str, Any]) -> JSON:
         return _error_result(f"{exc.code}: {exc.message}")
     if op.name == "call":
         # The upstream's CallToolResult as sent, but for the resource URIs in it.
-        return _readable_uris(str(arguments["server"]), out)
+        return readable_uris(str(arguments["server"]), out)
     if op.name == "exec":
         return exec_tool_result(out)
     return _json_result(_search_matches(out) if op.name == "tools.list" else out)
 
 
-def _readable_uris(server: str, result: JSON) -> JSON:
+def readable_uris(server: str, result: JSON) -> JSON:
     """``result`` with every content block's resource URI one /mcp can read back."""
     content = result.get("content")
     if not isinstance(content, list):
