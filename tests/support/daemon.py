@@ -158,6 +158,9 @@ def running_daemon(
         yield daemon
         problems = daemon.frame_problems()
         assert not problems, "frames the daemon sent are invalid:\n" + "\n".join(problems[:20])
+        # An answer written ahead of its request's task is always the one dispatch made.
+        log = state / "daemon.log"
+        assert not log.exists() or "made ahead" not in log.read_text(errors="replace")
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

@@ -158,7 +158,7 @@ class HostSession:
                     early = self._replied.pop(ahead, None)
         if early is not None:
             if early != reply:  # a defect: the host has the first
-                log.error("the answer sent ahead for %r differs from dispatch's", frame["id"])
+                log.error("the answer made ahead for %r differs from dispatch's", frame["id"])
             return None
         return None if scope.cancel_called else reply
 
@@ -182,7 +182,11 @@ class HostSession:
         def answered(outcome: JSON | Exception) -> None:
             if scope.cancel_called:
                 return  # withdrawn: answered nothing
-            reply = reply_ahead(ctx, self.conn, request_id, outcome, shape)
+            try:
+                reply = reply_ahead(ctx, self.conn, request_id, outcome, shape)
+            except Exception:  # a defect; in the upstream's read callback, which must go on
+                log.exception("the answer to %r could not be made ahead", request_id)
+                return  # dispatch answers it
             if reply is not None:
                 self._replied[ahead] = reply
                 send(reply)
