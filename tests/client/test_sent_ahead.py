@@ -40,6 +40,15 @@ def _ahead(session: Session, text: str) -> SentAhead:
     return ahead
 
 
+async def _request_with(session: Session, ahead: SentAhead, text: str) -> dict[str, Any]:
+    """``echo`` of ``text`` requested as the task a request was sent ahead for does."""
+    token = SENT_AHEAD.set(ahead)
+    try:
+        return await session.request("tools/call", _echo(text))
+    finally:
+        SENT_AHEAD.reset(token)
+
+
 @pytest.fixture
 def log(tmp_path: Path) -> Path:
     return tmp_path / "read.log"
@@ -58,11 +67,7 @@ async def test_the_callers_request_takes_what_was_sent_ahead(
         told: list[Any] = []
         ahead = _ahead(session, "one")
         ahead.on_answer(told.append)
-        token = SENT_AHEAD.set(ahead)
-        try:
-            result = await session.request("tools/call", _echo("one"))
-        finally:
-            SENT_AHEAD.reset(token)
+        result = await _request_with(session, ahead, "one")
         assert result["content"] == [{"type": "text", "text": "one"}]
         assert ahead.taken
         assert told == [result]  # told as it arrived, the same result
@@ -73,11 +78,7 @@ async def test_the_callers_request_takes_what_was_sent_ahead(
 async def test_another_request_is_sent_as_ever(log: Path, sent_frames: FrameLog) -> None:
     async with _session(log, sent_frames) as session:
         ahead = _ahead(session, "first")
-        token = SENT_AHEAD.set(ahead)
-        try:
-            other = await session.request("tools/call", _echo("second"))
-        finally:
-            SENT_AHEAD.reset(token)
+        other = await _request_with(session, ahead, "second")
         assert other["content"] == [{"type": "text", "text": "second"}]
         assert not ahead.taken
         with anyio.fail_after(10):
