@@ -336,7 +336,7 @@ class StdioChannel:
         scope = self.session.in_flight.register(frame["id"])
         if frame.get("method") == "subscriptions/listen":
             self._listens.add(scope)
-        # A pass-through call goes upstream now; its task finds it sent.
+        # A plain tools/call goes upstream now; its task finds it sent.
         ahead = self.session.send_ahead(frame, self.ctx, scope, self._emit)
         requests.start_soon(self._request, frame, scope, ahead)
 

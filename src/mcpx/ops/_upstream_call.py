@@ -250,7 +250,7 @@ def send_ahead(ctx: OpContext, server: str, params: dict[str, Any]) -> SentAhead
         return None  # the CLIENT span's trace context goes in the request's _meta
     try:
         _refusal_or_config(ctx, server, "tools/call", params)
-    except Exception:  # refused: the caller's own request says why
+    except (OpError, UnknownServer, wire.McpError):  # refused: the caller's request says why
         return None
     if _as_task(ctx, server, params, None):
         return None

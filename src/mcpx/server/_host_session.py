@@ -165,8 +165,8 @@ class HostSession:
     def send_ahead(
         self, frame: wire.Frame, ctx: OpContext, scope: anyio.CancelScope, send: Notify
     ) -> SentAhead | None:
-        """The request ``frame`` written upstream now, when it is a pass-through call
-        that can be (``_send_ahead``), holding a slot for it; ``serve`` it with the
+        """The request ``frame`` written upstream now, when it is a ``tools/call`` that
+        can be (``_send_ahead``), holding a slot for it; ``serve`` it with the
         result. Its answer goes to ``send`` as it arrives when it is a plain result,
         unless ``scope`` (the request's, from ``in_flight``) was cancelled by then.
         None: nothing was sent (nor a slot taken)."""
