@@ -1,6 +1,8 @@
 """Benchmark workers: each runs in the Python that has its client, prints one JSON line.
 
     python workers.py sdk   N CONC -- SERVER ARGV...        the official SDK client, direct
+    python workers.py sdk-rounds N NAME TARGET ARGV... [++ NAME TARGET ARGV...]...
+                                                            its calls to each path in turn
     python workers.py stdio N CONC REV TARGET -- ARGV...    a raw JSON-lines host over stdio
     python workers.py http  N CONC KIND TARGET              an HTTP host on httpx (keep-alive)
     python workers.py raw-http N CONC KIND TARGET           a raw HTTP/1.1 host (keep-alive)
@@ -21,6 +23,11 @@ like the raw JSON-lines host, the host's own cost does not hide the gateways' (h
 async client spends about 3 ms of CPU per call here, more than the gateway under test).
 
 ``fastmcp-proxy`` WHERE: a unix socket path, or a port number on 127.0.0.1.
+
+``sdk-rounds``: one SDK client with a session to each path (TARGET ``echo`` or
+``mcpx:ECHO`` as for ``stdio``), N rounds of one sequential call to each, the order
+rotated every round, so every path is timed under the same moment's machine; prints each
+path's mean and median call in microseconds.
 
 ``relay``: the floor of any stdio hop in Python, for reference: the host's stdin and
 stdout relayed to a child on uvloop (the daemon's loop), each line parsed and written
@@ -91,6 +98,41 @@ async def _sdk(n: int, concurrency: int, target: str, argv: list[str]) -> None:
                 raise RuntimeError(f"sdk: call {i} answered {str(result)[:300]}")
 
         await _timed(n, concurrency, one)
+
+
+async def _sdk_rounds(n: int, paths: list[tuple[str, str, list[str]]]) -> None:
+    """One sequential call to each path in turn, N rounds (see the module's docstring)."""
+    import statistics
+    from contextlib import AsyncExitStack
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async with AsyncExitStack() as stack:
+        sessions = []
+        for name, target, argv in paths:
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+            read, write = await stack.enter_async_context(stdio_client(params))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            sessions.append((name, target, session))
+        times: dict[str, list[float]] = {name: [] for name, _, _ in paths}
+        for i in range(-20, n):  # 20 warm rounds, not timed
+            turn = i % len(sessions)
+            for name, target, session in sessions[turn:] + sessions[:turn]:
+                call = _call_params(target, i)
+                started = time.perf_counter()
+                result = await session.call_tool(call["name"], call["arguments"])
+                elapsed = time.perf_counter() - started
+                if result.is_error or f"m{i}" not in str(result.content):
+                    raise RuntimeError(f"sdk-rounds: {name} call {i} answered {str(result)[:300]}")
+                if i >= 0:
+                    times[name].append(elapsed)
+    rows = {
+        name: {"mean_us": statistics.mean(t) * 1e6, "median_us": statistics.median(t) * 1e6}
+        for name, t in times.items()
+    }
+    print(json.dumps({"n": n, "rows": rows}))
 
 
 def _call_params(target: str, i: int) -> dict[str, Any]:
@@ -380,6 +422,13 @@ def main() -> None:
     if what == "sdk":  # sdk N C [target] -- argv
         target = rest[2] if rest[2] != "--" else "echo"
         anyio.run(_sdk, int(rest[0]), int(rest[1]), target, argv)
+    elif what == "sdk-rounds":  # sdk-rounds N NAME TARGET ARGV... ++ NAME TARGET ARGV...
+        paths, spec = [], rest[1:]
+        while spec:
+            cut = spec.index("++") if "++" in spec else len(spec)
+            paths.append((spec[0], spec[1], spec[2:cut]))
+            spec = spec[cut + 1 :]
+        anyio.run(_sdk_rounds, int(rest[0]), paths)
     elif what == "stdio":
         anyio.run(_stdio, int(rest[0]), int(rest[1]), rest[2], rest[3], argv)
     elif what == "http":
