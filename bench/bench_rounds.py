@@ -1,7 +1,7 @@
 """Sequential calls of the official SDK host, every path timed in the same moments.
 
     bash bench/setup.sh            # peers + fastmcp in .tooling (once)
-    .venv/bin/python bench/bench_rounds.py [--n 2000] [--reps 3]
+    .venv/bin/python bench/bench_rounds.py [--n 2000] [--reps 3] [--only a,sP,sR]
 
 ``bench_call.py`` runs each row on its own, back to back with the row it is compared
 with; on a shared machine a row's rate moves by a third between two runs minutes apart,
@@ -52,10 +52,13 @@ RATIOS = [
 ]
 
 
-def rounds(n: int, reps: int, work: Path) -> list[dict[str, dict[str, float]]]:
-    """Each repetition's mean and median call time per path (µs)."""
+def rounds(
+    n: int, reps: int, work: Path, only: frozenset[str] = frozenset()
+) -> list[dict[str, dict[str, float]]]:
+    """Each repetition's mean and median call time per path (µs); ``only``: these paths."""
     argv = [str(SDK_PY), WORKERS, "sdk-rounds", str(n)]
-    for i, (key, _, target, path) in enumerate(PATHS):
+    paths = [p for p in PATHS if not only or p[0] in only]
+    for i, (key, _, target, path) in enumerate(paths):
         argv += (["++"] if i else []) + [key, target, *path]
     echo = {"command": SERVER[0], "args": SERVER[1:], "protocol": "prefer-initialize"}
     with mcpx_daemon({"echo": echo}, work) as daemon:
@@ -67,12 +70,16 @@ def report(runs: list[dict[str, dict[str, float]]], n: int) -> None:
     print(f"{n} rounds of one sequential call per path, {len(runs)} repetitions")
     print(f"{'path':<34}{'mean µs, each repetition':>34}{'calls/s':>10}")
     for key, label, _, _ in PATHS:
+        if key not in runs[0]:
+            continue
         means = [run[key]["mean_us"] for run in runs]
         rate = 1e6 / statistics.median(means)
         print(f"{label:<34}{' '.join(f'{m:>8.0f}' for m in means):>34}{rate:>10.0f}")
     print()
     print(f"{'ratio (of rates)':<34}{'each repetition':>34}{'median':>10}  target")
     for top, bottom, target in RATIOS:
+        if top not in runs[0] or bottom not in runs[0]:
+            continue
         each = [run[bottom]["mean_us"] / run[top]["mean_us"] for run in runs]
         ratio = statistics.median(each)
         verdict = ""
@@ -87,13 +94,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--only", default="", help="Only these paths, comma-separated (a,sP)")
     args = parser.parse_args()
     for needed in (SDK_PY, FASTMCP_PY):
         if not needed.exists():
             raise SystemExit(f"{needed} is missing: run bash bench/setup.sh")
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="mcpx-rounds-") as tmp:
-        runs = rounds(args.n, args.reps, Path(tmp))
+        only = frozenset(filter(None, args.only.split(",")))
+        runs = rounds(args.n, args.reps, Path(tmp), only)
     report(runs, args.n)
     print(
         f"\n{os.cpu_count()} CPUs; load average (1 min) {load_before:.2f} before, "
