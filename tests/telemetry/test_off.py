@@ -48,6 +48,7 @@ _PROBE = textwrap.dedent(
 
     class Pool:
         lifecycle = ()
+        servers = {}
         def instances(self):
             return []
 

@@ -106,6 +106,7 @@ class _NoPool:
 
     def __init__(self) -> None:
         self.lifecycle: deque[tuple[float, str, str]] = deque()
+        self.servers: dict[str, Any] = {}
 
     def instances(self) -> list[Any]:
         return []

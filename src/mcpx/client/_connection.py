@@ -168,6 +168,11 @@ class Connection:
         if not pending.answered:
             await self._cancel(rid, reason, cancellable=True)
 
+    def forget(self, rid: wire.RequestId) -> None:
+        """Request ``rid``, answered and handed over (``SentAhead.finish``), is no
+        longer waited for."""
+        self._pending.pop(rid, None)
+
     async def _wait(self, pending: Pending, timeout: float | None) -> None:
         """Until ``pending`` is answered; ``timeout`` seconds of it, not counting the
         time the upstream's questions were pending (someone was being asked: that is

@@ -64,13 +64,20 @@ class _Withdraws(Protocol):
 
     async def withdraw(self, rid: wire.RequestId, pending: Pending, reason: str) -> None: ...
 
+    def forget(self, rid: wire.RequestId) -> None: ...
+
 
 class SentAhead:
     """A request written before its caller reached the connection (``send_ahead``):
     the caller's ``request`` for the same method and params takes it (``taken``) and
-    waits for its answer instead of writing its own. One nobody took is withdrawn."""
+    waits for its answer instead of writing its own. One nobody took is withdrawn.
 
-    __slots__ = ("conn", "method", "params", "pending", "rid", "taken")
+    It may also be answered without a caller at all (``finish``). What the layers above
+    hold for it until then (the instance's count of it, the call's registration) hangs
+    on it, so that whichever way it ends, each is let go once: a caller that takes it
+    over takes each (``adopt``), ``finish`` and ``withdraw`` let go of what is left."""
+
+    __slots__ = ("conn", "held", "method", "params", "pending", "rid", "taken")
 
     def __init__(
         self, conn: _Withdraws, rid: wire.RequestId, method: str, params: dict[str, Any]
@@ -81,26 +88,50 @@ class SentAhead:
         self.params = params
         self.pending = Pending(method)
         self.taken = False
+        # What a layer holds for the call until it ends, by the layer's key: each is a
+        # callable that lets go of it.
+        self.held: dict[str, Callable[[], object]] = {}
 
     def on_answer(self, then: Callable[[dict[str, Any] | Exception], None]) -> None:
         """Tell ``then`` the outcome as it arrives (in the loop's read callback, before
         whoever waits for it wakes): it must not block."""
         self.pending.then = then
 
+    def about(self, method: str, params: dict[str, Any] | None) -> bool:
+        """Whether this is a request for ``method`` with ``params`` not taken yet."""
+        return not self.taken and method == self.method and params == self.params
+
     def take(self, conn: object, method: str, params: dict[str, Any] | None) -> bool:
         """Whether this is the request ``conn`` was about to send; taken if so."""
-        if self.taken or conn is not self.conn or method != self.method or params != self.params:
+        if conn is not self.conn or not self.about(method, params):
             return False
         self.taken = True
         return True
 
+    def adopt(self, key: str) -> Callable[[], object] | None:
+        """What was held for the call under ``key``, now the caller's to let go of."""
+        return self.held.pop(key, None)
+
+    def finish(self) -> None:
+        """Answered, and nobody will take it: forgotten by its connection, and what
+        was held for it let go of."""
+        self.taken = True
+        self.conn.forget(self.rid)
+        self._let_go()
+
     async def withdraw(self, reason: str) -> None:
         """Nobody took it (the host withdrew its request first): cancelled upstream, and
         an answer that still comes is dropped."""
+        self._let_go()
         if self.taken:
             return
         self.taken = True
         await self.conn.withdraw(self.rid, self.pending, reason)
+
+    def _let_go(self) -> None:
+        held, self.held = self.held, {}
+        for let_go in held.values():
+            let_go()
 
 
 # The request sent ahead for the call this task runs, if one was (``SentAhead``).

@@ -44,6 +44,7 @@ import math
 import time
 from collections.abc import Coroutine
 from contextlib import suppress
+from functools import partial
 from typing import Any, Final
 
 import anyio
@@ -256,6 +257,7 @@ class StdioChannel:
                                 await self._paced()
             finally:
                 self._served_now(None)
+                self.session.start_waiting()  # drained with the rest
                 workers.close()  # the tasks waiting for work end; the busy ones go on
             # EOF: a listen stream only ever streams to a live host, so it ends now; what
             # else is in flight gets the drain period to answer, then is cancelled. Given
@@ -336,9 +338,13 @@ class StdioChannel:
         scope = self.session.in_flight.register(frame["id"])
         if frame.get("method") == "subscriptions/listen":
             self._listens.add(scope)
-        # A plain tools/call goes upstream now; its task finds it sent.
-        ahead = self.session.send_ahead(frame, self.ctx, scope, self._emit)
-        requests.start_soon(self._request, frame, scope, ahead)
+        # A plain tools/call goes upstream now, and its task runs only if it is needed.
+        start = partial(requests.start_soon, self._request, frame, scope)
+        session = self.session
+        if not session.send_ahead(
+            frame, self.ctx, scope, self._emit, start, notify=self._push, ask=self._ask
+        ):
+            requests.start_soon(self._request, frame, scope, None)
 
     def _refuse(self, error: wire.Frame) -> None:
         # Refused before dispatch judged it: traced here with no revision, as /mcp traces

@@ -55,7 +55,14 @@ if TYPE_CHECKING:
     from ._telemetry import METRICS_CONTENT_TYPE, Telemetry, configured
     from ._telemetry_otel import Otel
     from ._telemetry_prom import PromMetrics
-    from ._upstream_call import TRACE_KEYS, request_for_caller, send_ahead, upstream_error
+    from ._upstream_call import (
+        TRACE_KEYS,
+        CallAhead,
+        HostSide,
+        request_for_caller,
+        send_ahead,
+        upstream_error,
+    )
 
 __all__ = [
     "CLI_AGENT",
@@ -70,12 +77,14 @@ __all__ = [
     "TASK_NOTE",
     "TRACE_KEYS",
     "ArgumentsTooLarge",
+    "CallAhead",
     "CallLog",
     "CallRecord",
     "CallRecorder",
     "Caller",
     "Catalogue",
     "Cli",
+    "HostSide",
     "OpContext",
     "OpError",
     "Operation",
@@ -126,6 +135,8 @@ _LAZY = {
     "check_input": "_operation_input",
     "input_problem": "_operation_input",
     "TRACE_KEYS": "_upstream_call",
+    "CallAhead": "_upstream_call",
+    "HostSide": "_upstream_call",
     "request_for_caller": "_upstream_call",
     "send_ahead": "_upstream_call",
     "upstream_error": "_upstream_call",

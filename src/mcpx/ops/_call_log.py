@@ -47,7 +47,7 @@ log = logging.getLogger("mcpx.calls")
 
 _BUFFER: Final = 4096  # records waiting for the writer; past it they are dropped
 _BATCH: Final = 512  # records per transaction at most
-_GATHER: Final = 0.05  # seconds a batch waits for more records (a reader cuts it short)
+_GATHER: Final = 0.25  # seconds a batch waits for more records (a reader cuts it short)
 _PRUNE_EVERY: Final = 1000
 _PRUNE_AFTER: Final = 60.0
 _CLOSE_WAIT: Final = 5.0

@@ -30,7 +30,7 @@ from ._telemetry_views import Called, Child, Event
 if TYPE_CHECKING:
     from ._context import OpContext
 
-__all__ = ["recording"]
+__all__ = ["answered_ahead", "recording", "timing_ahead"]
 
 # What names the target of a method, for the log's "tool" column.
 _TARGET = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -42,6 +42,7 @@ class _Timing:
         self.started = time.monotonic()
         self.handed: float | None = None  # when the pool handed over an instance
         self.revision: str | None = None
+        self.session_id: str | None = None
         self.result: dict[str, Any] | None = None
         self.called: Called | None = None  # the telemetry's view of the call
 
@@ -50,11 +51,12 @@ class _Timing:
         session = inst.session
         negotiated = session.negotiated if session is not None else None
         self.revision = negotiated.revision if negotiated is not None else None
+        self.session_id = session.session_id if session is not None else None
         if self.called is not None:
             self.called.queued(
                 self.revision,
                 self.handed - self.started,
-                session.session_id if session is not None else None,
+                self.session_id,
                 self._started(self.called, inst, negotiated),
             )
 
@@ -116,6 +118,39 @@ def recording(
                 # Made after the answer has gone (``later``), as it was when the call ended.
                 ended = time.monotonic()
                 later(_record, ctx, recorder, server, method, params, timing, error, ended)
+
+
+def timing_ahead(ctx: OpContext, inst: Instance) -> _Timing | None:
+    """The timing of a call handed to ``inst`` at once, without ``recording`` (one sent
+    ahead: ``answered_ahead`` ends it); None when nobody records."""
+    if ctx.recorder is None and ctx.telemetry is None:
+        return None
+    timing = _Timing()
+    timing.queued(inst)
+    return timing
+
+
+def answered_ahead(
+    ctx: OpContext,
+    server: str,
+    method: str,
+    params: dict[str, Any],
+    timing: _Timing,
+    result: dict[str, Any],
+    ended: float,
+) -> None:
+    """What ``recording`` makes of a call that ``timing`` timed since ``timing_ahead``,
+    answered ``result`` at ``ended`` without its caller: its record and its CLIENT
+    metrics, made now (the caller runs this after the answer has gone)."""
+    timing.answered(result)
+    if ctx.recorder is not None:
+        _record(ctx, ctx.recorder, server, method, params, timing, None, ended)
+    if ctx.telemetry is not None:
+        upstream = _upstream(ctx, server)
+        took = ended - timing.started
+        ctx.telemetry.called_plain(
+            server, method, params, upstream, timing.revision, timing.session_id, result, took
+        )
 
 
 def _record(

@@ -11,8 +11,6 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from mcpx.client import SentAhead
-
 from ._completion import declares_completions, from_catalogue
 from ._detached import returning_call
 from ._errors import OpError
@@ -20,7 +18,7 @@ from ._handle_listings import catalogued_tool
 from ._limits import check_arguments_size
 from ._operations import QUESTIONS_HEADER, RUN_HEADER
 from ._tool_input import check_arguments, check_depth
-from ._upstream_call import request_for_caller, send_ahead, upstream
+from ._upstream_call import CallAhead, request_for_caller, send_ahead, upstream
 
 if TYPE_CHECKING:
     from ._context import OpContext
@@ -50,7 +48,7 @@ async def call(ctx: OpContext, args: dict[str, Any]) -> Any:
     return await upstream(server, run(ctx))
 
 
-def call_ahead(ctx: OpContext, args: dict[str, Any]) -> SentAhead | None:
+def call_ahead(ctx: OpContext, args: dict[str, Any]) -> CallAhead | None:
     """The request ``call`` is about to send, written now (``send_ahead``), when
     ``args`` ask for nothing but the call (no timeout, no run, no questions header) and
     the arguments pass their catalogued tool's schema; None: nothing was sent."""

@@ -220,10 +220,9 @@ class Telemetry:
         the server's config gives (transport, address)."""
         started = time.monotonic()
         if self.otel is None:
-            # Only the metrics, counted after the request is sent and after the answer
-            # (``later``), their attributes made then.
+            # Only the metrics, counted after the answer (``later``), their attributes
+            # made then.
             called = Called({"mcp.method.name": method}, traced=False)
-            later(self.prom.in_flight, server, 1)
             try:
                 yield called
             finally:
@@ -232,7 +231,6 @@ class Telemetry:
             return
         attrs = mcp_attributes(method, params) | dict(upstream)
         called = Called(attrs)
-        self.prom.in_flight(server, 1)
         self.otel.in_flight(server, 1)
         self._calls.setdefault(server, []).append(called)
         try:
@@ -240,7 +238,6 @@ class Telemetry:
                 yield called
         finally:
             self._left(server, called)
-            self.prom.in_flight(server, -1)
             self.otel.in_flight(server, -1)
             took = time.monotonic() - started
             self.prom.called(server, attrs, called.error, took)
@@ -255,9 +252,42 @@ class Telemetry:
         called: Called,
         took: float,
     ) -> None:
-        self.prom.in_flight(server, -1)
         attrs = mcp_attributes(method, params) | dict(upstream) | called.attrs
         self.prom.called(server, attrs, called.error, took)
+
+    def called_plain(
+        self,
+        server: str,
+        method: str,
+        params: Mapping[str, Any],
+        upstream: Mapping[str, Any],
+        revision: str | None,
+        session_id: str | None,
+        result: Mapping[str, Any],
+        took: float,
+    ) -> None:
+        """An upstream call's metrics as ``calling`` counts them, for one made without
+        it (sent ahead, answered ``result`` at once by the upstream of ``revision``),
+        counted now."""
+        called = Called({"mcp.method.name": method}, traced=False)
+        called.queued(revision, 0.0, session_id)
+        called.answered(result)
+        self._called(server, method, params, upstream, called, took)
+
+    def served_plain(
+        self,
+        frame: Mapping[str, Any],
+        transport: str | None,
+        reply: Mapping[str, Any],
+        revision: str | None,
+        session_id: str | None,
+        took: float,
+    ) -> None:
+        """A host request's metrics as ``serving`` counts them without OpenTelemetry,
+        for one answered ``reply`` without it (a call answered ahead), counted now."""
+        served = Served({})
+        served.answered(reply, revision, session_id)
+        self._served(frame, transport, frame.get("id"), served, took)
 
     def _left(self, server: str, called: Called) -> None:
         calls = self._calls[server]

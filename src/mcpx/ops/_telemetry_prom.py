@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from mcpx.events import EventBus
-    from mcpx.pool import Pool
+    from mcpx.pool import Instance, Pool
     from mcpx.questions import Broker
     from mcpx.tasks import Tasks
 
@@ -86,17 +86,10 @@ class PromMetrics:
             registry=self.registry,
             buckets=BUCKETS,
         )
-        self._in_flight = Gauge(
-            "mcpx_calls_in_flight",
-            "Upstream calls running now, per server.",
-            ["mcpx_server"],
-            registry=self.registry,
-        )
         # Each label set's child, found by a dict lookup on the call's path (labels()
         # takes a lock and converts every value each time): the two histograms' keys
         # differ in length, so one map holds both.
         self._children: dict[tuple[str, ...], Histogram] = {}
-        self._gauges: dict[str, Gauge] = {}
         self.state = _State(pool, broker, tasks, events)
         self.registry.register(self.state)
 
@@ -120,12 +113,6 @@ class PromMetrics:
 
     def session_ended(self, attrs: Mapping[str, Any], took: float) -> None:
         self._sessions.labels(*_values(attrs, _SESSION_ATTRS, None)).observe(took)
-
-    def in_flight(self, server: str, change: int) -> None:
-        gauge = self._gauges.get(server)
-        if gauge is None:
-            gauge = self._gauges[server] = self._in_flight.labels(server)
-        gauge.inc(change)
 
     def text(self) -> bytes:
         """Everything, in the text exposition format (read on the event loop: the
@@ -160,14 +147,18 @@ class _State(Collector):
         self._counts: Counter[tuple[str, str]] = Counter()
 
     def pool_numbers(self) -> dict[str, Any]:
+        names: list[str] = []
+        every: list[Instance] = []
         for _ in range(3):  # read from an exporter's thread: retry a dict resized under it
             try:
-                instances = Counter((i.server.name, i.state) for i in self._pool.instances())
+                names, every = list(self._pool.servers), list(self._pool.instances())
                 break
             except RuntimeError:
                 continue
-        else:
-            instances = Counter()
+        calls: Counter[str] = Counter({name: 0 for name in names})
+        instances = Counter((i.server.name, i.state) for i in every)
+        for i in every:
+            calls[i.server.name] += i.in_flight
         fresh = []
         for entry in reversed(tuple(self._pool.lifecycle)):
             if entry is self._seen:
@@ -178,6 +169,7 @@ class _State(Collector):
             self._counts.update((server, kind) for _, server, kind in fresh)
         return {
             "instances": dict(instances),
+            "calls_in_flight": dict(calls),
             "lifecycle": dict(self._counts),
             "events_dropped": self._events.dropped if self._events is not None else 0,
         }
@@ -192,6 +184,16 @@ class _State(Collector):
         for (server, state), n in sorted(numbers["instances"].items()):
             instances.add_metric([server, state], n)
         yield instances
+        # Counted where the calls are (an instance's calls in flight, from when a call
+        # is handed over or sent ahead), not per call on the call's path.
+        in_flight = GaugeMetricFamily(
+            "mcpx_calls_in_flight",
+            "Upstream calls running now (handed to an instance), per server.",
+            labels=["mcpx_server"],
+        )
+        for server, n in sorted(numbers["calls_in_flight"].items()):
+            in_flight.add_metric([server], n)
+        yield in_flight
         for kind, help_text in (
             ("start", "Upstream instances started."),
             ("crash", "Upstream instances that failed or broke."),

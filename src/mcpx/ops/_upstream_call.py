@@ -27,17 +27,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from mcpx import wire
-from mcpx.client import SentAhead, UpstreamError, UpstreamTimeout, login_needed, offers_tasks
+from mcpx.client import (
+    SENT_AHEAD,
+    SentAhead,
+    UpstreamError,
+    UpstreamTimeout,
+    login_needed,
+    offers_tasks,
+)
 from mcpx.config import ServerConfig, more_verbose
 from mcpx.pool import PoolFull, UnknownServer
 from mcpx.shapes import call_result_problem, without_nulls
 
-from ._call_timing import recording
+from ._call_timing import answered_ahead, recording, timing_ahead
 from ._errors import OpError
 from ._later import later
 from ._limits import check_arguments_size
@@ -49,6 +56,8 @@ if TYPE_CHECKING:
 __all__ = [
     "LOGIN",
     "TRACE_KEYS",
+    "CallAhead",
+    "HostSide",
     "login_needed_error",
     "request_for_caller",
     "send_ahead",
@@ -156,11 +165,15 @@ async def request_for_caller(
     scope = ctx.pool.scope_key(config, ctx.identity)
     started = time.monotonic()
     outcome: dict[str, Any] = {}  # for call.finished: an error is assumed until it answers
+    # The call sent ahead for this one was registered then: the registration is this
+    # call's now (one call, one registration, from its sending to its end).
+    ahead = SENT_AHEAD.get()
+    adopted = ahead.adopt(_registered(server)) if ahead and ahead.about(method, params) else None
     try:
         with (
-            ctx.calls.call(
-                server, ctx.notify, caller, ctx.log_level, ctx.asker, scope, ctx.run
-            ) as token,
+            ctx.calls.call(server, ctx.notify, caller, ctx.log_level, ctx.asker, scope, ctx.run)
+            if adopted is None
+            else _Adopted(adopted) as token,
             recording(ctx, server, method, params, meta) as timing,
         ):
             if token is not None:
@@ -194,11 +207,38 @@ async def request_for_caller(
         outcome["error"] = str(exc) or type(exc).__name__
         raise
     finally:
-        if method == "tools/call" and ctx.events is not None:
-            # A call.finished event however the call ended, just after its answer.
-            ms = round((time.monotonic() - started) * 1000, 1)
-            data = {"tool": params.get("name"), "ms": ms, **outcome}
-            later(partial(ctx.events.publish, server=server), "call.finished", data)
+        if method == "tools/call":  # just after the answer has gone
+            later(_finished, ctx, server, params, time.monotonic() - started, outcome)
+
+
+def _finished(
+    ctx: OpContext, server: str, params: dict[str, Any], took: float, outcome: dict[str, Any]
+) -> None:
+    """A ``call.finished`` event however the call ended (``took`` seconds)."""
+    if ctx.events is not None:
+        data = {"tool": params.get("name"), "ms": round(took * 1000, 1), **outcome}
+        ctx.events.publish("call.finished", data, server=server)
+
+
+class _Adopted:
+    """A call's registration made when it was sent ahead, entered again by its caller:
+    let go of on the way out (``SentAhead.held``)."""
+
+    __slots__ = ("_let_go",)
+
+    def __init__(self, let_go: Callable[[], object]) -> None:
+        self._let_go = let_go
+
+    def __enter__(self) -> None:
+        return None  # sent without a progress token
+
+    def __exit__(self, *exc: object) -> None:
+        self._let_go()
+
+
+def _registered(server: str) -> str:
+    """The key a call's registration on ``server`` hangs by on its ``SentAhead``."""
+    return f"calls:{server}"
 
 
 def _refusal_or_config(
@@ -233,13 +273,74 @@ def _refusal_or_config(
     return config
 
 
-def send_ahead(ctx: OpContext, server: str, params: dict[str, Any]) -> SentAhead | None:
+class CallAhead:
+    """A ``tools/call`` written ahead of its caller (``send_ahead``): ``sent``, for the
+    caller's ``request_for_caller`` to take; or, when the caller never runs, answered
+    here (``answered``), with what that call would have recorded."""
+
+    __slots__ = ("ctx", "params", "sent", "server", "started", "timing")
+
+    def __init__(
+        self,
+        ctx: OpContext,
+        server: str,
+        params: dict[str, Any],
+        sent: SentAhead,
+        timing: Any,
+    ) -> None:
+        self.ctx, self.server, self.params, self.sent = ctx, server, params, sent
+        self.started = time.monotonic()
+        self.timing = timing
+
+    def answered(
+        self,
+        result: dict[str, Any],
+        request: dict[str, Any],
+        reply: dict[str, Any],
+        host: HostSide,
+    ) -> None:
+        """Its upstream answered ``result``, a plain one (checked, without nulls), and
+        the host's ``request`` was answered ``reply`` without ``request_for_caller``
+        nor ``dispatch``: everything held for it is let go now, and what those would
+        have recorded (the call's record and metrics, ``call.finished``, the request's
+        metrics as ``host`` tells them) is made just after the answer has gone."""
+        self.sent.finish()
+        later(self._recorded, result, request, reply, host, time.monotonic())
+
+    def _recorded(
+        self,
+        result: dict[str, Any],
+        request: dict[str, Any],
+        reply: dict[str, Any],
+        host: HostSide,
+        ended: float,
+    ) -> None:
+        ctx, server, params = self.ctx, self.server, self.params
+        if self.timing is not None:
+            answered_ahead(ctx, server, "tools/call", params, self.timing, result, ended)
+        took = ended - self.started
+        _finished(ctx, server, params, took, {"isError": bool(result.get("isError"))})
+        if ctx.telemetry is not None:
+            rev, session = host.revision, host.session
+            ctx.telemetry.served_plain(request, host.transport, reply, rev, session, took)
+
+
+class HostSide(NamedTuple):
+    """The host's side of a call answered ahead: how it came and in which session."""
+
+    transport: str | None
+    revision: str | None
+    session: str | None
+
+
+def send_ahead(ctx: OpContext, server: str, params: dict[str, Any]) -> CallAhead | None:
     """The ``tools/call`` that ``request_for_caller(ctx, server, "tools/call", params)``
-    is about to send, written now, before the caller's task runs (``SentAhead``); None
+    is about to send, written now, before the caller's task runs (``CallAhead``); None
     when nothing was. Only a call sent exactly as given, with nothing of the caller's to
     add (no ``_meta``: no trace context, no progress token), that nothing refuses, not
     run as a task, no OpenTelemetry span to open first, and an instance ready to take it
-    at once; the caller's own request then takes it (``SENT_AHEAD``)."""
+    at once; the caller's own request then takes it (``SENT_AHEAD``). It is registered
+    as the caller's call from now (``CallsInFlight``: the upstream may ask at once)."""
     if (
         "_meta" in params
         or "task" in params
@@ -249,16 +350,23 @@ def send_ahead(ctx: OpContext, server: str, params: dict[str, Any]) -> SentAhead
     if ctx.telemetry is not None and ctx.telemetry.tracing:
         return None  # the CLIENT span's trace context goes in the request's _meta
     try:
-        _refusal_or_config(ctx, server, "tools/call", params)
+        config = _refusal_or_config(ctx, server, "tools/call", params)
     except (OpError, UnknownServer, wire.McpError):  # refused: the caller's request says why
         return None
     if _as_task(ctx, server, params, None):
         return None
     inst = ctx.pool.ready(server, ctx.identity)
-    ahead = inst.send_ahead("tools/call", params) if inst is not None else None
-    if ahead is not None:
-        log.debug("%s: tools/call %r sent ahead as request %r", server, params["name"], ahead.rid)
-    return ahead
+    sent = inst.send_ahead("tools/call", params) if inst is not None else None
+    if sent is None or inst is None:
+        return None
+    log.debug("%s: tools/call %r sent ahead as request %r", server, params["name"], sent.rid)
+    scope = ctx.pool.scope_key(config, ctx.identity)
+    registration = ctx.calls.call(
+        server, ctx.notify, None, ctx.log_level, ctx.asker, scope, ctx.run
+    )
+    registration.__enter__()
+    sent.held[_registered(server)] = partial(registration.__exit__, None, None, None)
+    return CallAhead(ctx, server, params, sent, timing_ahead(ctx, inst))
 
 
 def _as_task(ctx: OpContext, server: str, params: dict[str, Any], timeout: float | None) -> bool:

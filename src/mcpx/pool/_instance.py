@@ -22,6 +22,7 @@ from anyio.abc import TaskStatus
 from mcpx import wire
 from mcpx.client import (
     REQUEST_WATCH,
+    SENT_AHEAD,
     EraCache,
     Hooks,
     OnUpstreamNotification,
@@ -38,6 +39,9 @@ from ._oauth import OAuthWiring
 from ._polls import LIST_FLAGS, Poller, follow_listen, left_out, poll_interval, poll_lists
 
 __all__ = ["Instance"]
+
+# What an instance holds for a call sent ahead on it: its count (``SentAhead.held``).
+_COUNTED = "instance"
 
 log = logging.getLogger("mcpx.pool")
 
@@ -216,8 +220,15 @@ class Instance:
         session = self.session
         if session is None or not self.usable:
             raise UpstreamError(f"{self.server.name}: {self.error or 'instance not ready'}")
-        self.calls += 1
-        self.in_flight += 1
+        ahead = SENT_AHEAD.get()
+        if (
+            ahead is None
+            or ahead.conn is not session.conn
+            or not ahead.about(method, params)
+            or ahead.adopt(_COUNTED) is None
+        ):
+            self.calls += 1  # (one sent ahead here was counted when it was sent)
+            self.in_flight += 1
         self.last_used = time.monotonic()
         scope = anyio.CancelScope()
         self._calls.add(scope)
@@ -238,19 +249,30 @@ class Instance:
             )
         finally:
             self._calls.discard(scope)
-            self.in_flight -= 1
-            self.last_used = time.monotonic()
-            if not self.in_flight and self._idle is not None:
-                self._idle.set()
+            self._call_ended()
+
+    def _call_ended(self) -> None:
+        """One call of this instance ended."""
+        self.in_flight -= 1
+        self.last_used = time.monotonic()
+        if not self.in_flight and self._idle is not None:
+            self._idle.set()
 
     def send_ahead(self, method: str, params: dict[str, Any]) -> SentAhead | None:
         """``method`` written now for the call about to be made here with the same
-        params (``Connection.send_ahead``); None: nothing was. A legacy session only: a
+        params (``Connection.send_ahead``), counted as a call in flight from now (its
+        ``request`` takes the count over); None: nothing was. A legacy session only: a
         modern request restates its ``_meta`` per call, as only the call knows it."""
         session = self.session
         if session is None or not self.usable or session.modern:
             return None
-        return session.conn.send_ahead(method, params)
+        ahead = session.conn.send_ahead(method, params)
+        if ahead is not None:
+            self.calls += 1
+            self.in_flight += 1
+            self.last_used = time.monotonic()
+            ahead.held[_COUNTED] = self._call_ended
+        return ahead
 
     async def drained(self) -> None:
         """Until no call is in flight (the instance is being retired)."""

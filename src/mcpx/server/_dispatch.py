@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from mcpx.config import Settings
     from mcpx.ops import OpContext
 
-__all__ = ["INSTRUCTIONS", "dispatch", "spelled_result"]
+__all__ = ["INSTRUCTIONS", "dispatch", "host_named", "spelled_notify", "spelled_result"]
 
 log = logging.getLogger("mcpx.server")
 
@@ -212,11 +212,11 @@ async def _answer(
         profile=profile_for(conn, settings),
         identity=scope,
         host_capabilities=host,
-        notify=_spelling(notify, rev, ctx, settings),
+        notify=spelled_notify(notify, rev, ctx, settings),
         log_level=view.log_level,
         caller_meta=dict(meta) if isinstance(meta, Mapping) else None,
         asker=asker,
-        caller=Caller("mcp", conn.transport, _who(view.client_info), rev),
+        caller=Caller("mcp", conn.transport, host_named(view.client_info), rev),
     )
     call = _Call(method, params, view, per_request, settings, rev, frame["id"])
     if rev in MODERN and rounds.in_rounds(per_request, view, method, params):
@@ -237,7 +237,7 @@ async def _answer(
     return spelled_result(method, result, rev, ctx, settings)
 
 
-def _who(info: Mapping[str, Any] | None) -> str | None:
+def host_named(info: Mapping[str, Any] | None) -> str | None:
     """The host as its clientInfo names it, for the call log."""
     if not info or not isinstance(info.get("name"), str):
         return None
@@ -245,7 +245,7 @@ def _who(info: Mapping[str, Any] | None) -> str | None:
     return f"{info['name']} {version}" if isinstance(version, str) else str(info["name"])
 
 
-def _spelling(
+def spelled_notify(
     send: Callable[[JSON], None] | None, rev: str, ctx: OpContext, settings: Settings
 ) -> Callable[[str, JSON], None] | None:
     """``send`` for notifications built in the newest shape, spelled for ``rev``."""

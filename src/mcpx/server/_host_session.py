@@ -22,7 +22,9 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,7 @@ import anyio
 
 from mcpx import wire
 from mcpx.client import SENT_AHEAD, SentAhead
+from mcpx.ops import HostSide
 from mcpx.spec import BATCHED
 from mcpx.wire import Kind, McpError
 
@@ -38,7 +41,7 @@ from ._conn import Conn
 from ._dispatch import dispatch
 from ._host_questions import HostQuestions
 from ._in_flight import InFlight
-from ._send_ahead import reply_ahead, send_ahead
+from ._send_ahead import Contexts, reply_ahead, send_ahead
 from ._session_bounds import batch_refusal
 from ._slots import Slots
 
@@ -49,6 +52,11 @@ if TYPE_CHECKING:
 __all__ = ["Ask", "HostSession", "Notify"]
 
 log = logging.getLogger("mcpx.server")
+
+# How long a request sent ahead waits for its answer without a task of its own: a call
+# that takes longer gets one (its timeout, its instance's end, its cancellation).
+_ANSWERED_WITHIN = 0.05
+_NONE: tuple[None, float] = (None, 0.0)
 
 JSON = dict[str, Any]
 # Puts a question (method, params) to the host; its result.
@@ -70,6 +78,12 @@ class HostSession:
     asking: int = 0  # questions put to the host and not answered yet
     # The answers written ahead (``send_ahead``), until ``serve`` compares its own.
     _replied: dict[SentAhead, wire.Frame] = field(default_factory=dict)
+    # The requests sent ahead that no task serves yet, by id: each one's way to its task,
+    # and when it was sent; the timer that gives the slow ones theirs (``_sweep``).
+    _waiting: dict[wire.RequestId, tuple[Callable[[], None], float]] = field(default_factory=dict)
+    _sweeper: asyncio.TimerHandle | None = None
+    # What the calls sent ahead are served under, made once (``_send_ahead``).
+    _contexts: Contexts = field(default_factory=Contexts)
 
     @classmethod
     def open(cls, conn: Conn, settings: Settings) -> HostSession:
@@ -109,7 +123,12 @@ class HostSession:
             self.questions.answered(frame)
             return
         if frame.get("method") == "notifications/cancelled":
-            self.in_flight.cancel(frame.get("params"))
+            params = frame.get("params")
+            self.in_flight.cancel(params)
+            if self._waiting and isinstance(params, Mapping):
+                waiting = self._waiting.get(params.get("requestId"))  # type: ignore[arg-type]
+                if waiting is not None:  # sent ahead, no task yet: its task withdraws it
+                    waiting[0]()
         await dispatch(frame, self.conn, ctx, settings=ctx.settings)
 
     async def serve(
@@ -163,36 +182,99 @@ class HostSession:
         return None if scope.cancel_called else reply
 
     def send_ahead(
-        self, frame: wire.Frame, ctx: OpContext, scope: anyio.CancelScope, send: Notify
-    ) -> SentAhead | None:
+        self,
+        frame: wire.Frame,
+        ctx: OpContext,
+        scope: anyio.CancelScope,
+        send: Notify,
+        start: Callable[[SentAhead], None],
+        *,
+        notify: Notify | None = None,
+        ask: Ask | None = None,
+    ) -> bool:
         """The request ``frame`` written upstream now, when it is a ``tools/call`` that
-        can be (``_send_ahead``), holding a slot for it; ``serve`` it with the
-        result. Its answer goes to ``send`` as it arrives when it is a plain result,
-        unless ``scope`` (the request's, from ``in_flight``) was cancelled by then.
-        None: nothing was sent (nor a slot taken)."""
+        can be (``_send_ahead``), holding a slot for it; False: nothing was sent (nor a
+        slot taken), and the caller serves it as any request.
+
+        Sent, it is answered without a task of its own when the upstream's answer is a
+        plain result within ``_ANSWERED_WITHIN`` seconds: the answer goes to ``send`` as
+        it arrives, and the call is let go of and recorded as ``dispatch`` would have.
+        Anything else needs the request's task: ``start`` is called with what was sent,
+        for the caller to ``serve`` it with (an error, a withdrawn request, a slow
+        answer, the session ending: ``start_waiting``); a plain result that arrives
+        after still goes to ``send`` first. ``scope`` is the request's (``in_flight``).
+        """
         if not self.slots.free or self.slots.waiting:
-            return None
-        sent = send_ahead(ctx, self.conn, frame)
+            return False
+        sent = send_ahead(ctx, self.conn, frame, notify, ask, self._contexts)
         if sent is None:
-            return None
-        ahead, shape = sent
+            return False
+        call, shape = sent
+        ahead = call.sent
         self.slots.take_nowait()  # free, and nobody waits: taken
         request_id = frame["id"]
+        waiting = self._waiting
+
+        def fall_back() -> None:
+            # The request's task from here on (once).
+            if waiting.get(request_id, _NONE)[0] is fall_back:
+                del waiting[request_id]
+                start(ahead)
 
         def answered(outcome: JSON | Exception) -> None:
+            unstarted = waiting.get(request_id, _NONE)[0] is fall_back
             if scope.cancel_called:
-                return  # withdrawn: answered nothing
+                fall_back()  # withdrawn: answered nothing, by its task
+                return
             try:
-                reply = reply_ahead(ctx, self.conn, request_id, outcome, shape)
+                made = reply_ahead(ctx, self.conn, request_id, outcome, shape)
             except Exception:  # a defect; in the upstream's read callback, which must go on
                 log.exception("the answer to %r could not be made ahead", request_id)
-                return  # dispatch answers it
-            if reply is not None:
-                self._replied[ahead] = reply
-                send(reply)
+                made = None
+            if made is None:
+                fall_back()  # dispatch answers it
+                return
+            reply, result = made
+            if ctx.trace is not None and unstarted:
+                ctx.trace(self.conn.revision, reply, "tools/call")
+            send(reply)
+            if not unstarted:
+                self._replied[ahead] = reply  # its task, running, compares its own
+                return
+            del waiting[request_id]
+            self.slots.give()
+            self.in_flight.forget(request_id, scope)
+            log.debug("request %r answered ahead, without a task", request_id)
+            conn = self.conn
+            call.answered(
+                result, frame, reply, HostSide(conn.transport, conn.revision, conn.session_id)
+            )
 
+        waiting[request_id] = (fall_back, time.monotonic())
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().call_later(_ANSWERED_WITHIN, self._sweep)
         ahead.on_answer(answered)
-        return ahead
+        return True
+
+    def _sweep(self) -> None:
+        """The requests sent ahead over ``_ANSWERED_WITHIN`` seconds ago and not answered
+        yet go on in their tasks. One timer a session, not one a call (a timer costs
+        more than the rest of a call's wait); it looks again while any wait."""
+        self._sweeper = None
+        now = time.monotonic()
+        for fall_back, sent_at in list(self._waiting.values()):
+            if now - sent_at >= _ANSWERED_WITHIN:
+                fall_back()
+        if self._waiting:
+            oldest = min(sent_at for _, sent_at in self._waiting.values())
+            wait = max(oldest + _ANSWERED_WITHIN - now, 0.001)
+            self._sweeper = asyncio.get_running_loop().call_later(wait, self._sweep)
+
+    def start_waiting(self) -> None:
+        """Every request sent ahead and not answered yet goes on in its task now (the
+        session ends: its tasks are drained)."""
+        for fall_back, _ in list(self._waiting.values()):
+            fall_back()
 
     def batch_refusal(self, decoded: wire.Decoded, settings: Settings) -> McpError | None:
         """Why ``decoded`` is refused whole, or None (``_session_bounds``)."""

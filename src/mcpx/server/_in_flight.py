@@ -28,6 +28,11 @@ class InFlight:
         self._scopes[request_id] = scope
         return scope
 
+    def forget(self, request_id: wire.RequestId, scope: anyio.CancelScope) -> None:
+        """``request_id``, registered as ``scope``, is answered (without ``serving``)."""
+        if self._scopes.get(request_id) is scope:
+            del self._scopes[request_id]
+
     def serving(
         self, request_id: wire.RequestId | None, scope: anyio.CancelScope | None = None
     ) -> _Serving:

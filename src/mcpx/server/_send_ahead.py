@@ -29,13 +29,12 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from mcpx import wire
-from mcpx.client import SentAhead
-from mcpx.ops import call_ahead, input_problem
+from mcpx.ops import CallAhead, Caller, call_ahead, input_problem
 from mcpx.ops import send_ahead as ops_send_ahead
 from mcpx.shapes import call_result_problem, without_nulls
 from mcpx.spec import LEGACY
@@ -43,14 +42,15 @@ from mcpx.spec import LEGACY
 from . import _modes as modes
 from . import _passthrough as passthrough
 from ._conn import Conn
-from ._dispatch import spelled_result
+from ._dispatch import host_named, spelled_notify, spelled_result
+from ._host_questions import host_asker
 from ._identity import identity_for, profile_for
 from ._surface import readable_uris
 
 if TYPE_CHECKING:
     from mcpx.ops import OpContext
 
-__all__ = ["Shape", "reply_ahead", "send_ahead"]
+__all__ = ["Contexts", "ServedUnder", "Shape", "reply_ahead", "send_ahead"]
 
 JSON = dict[str, Any]
 # What the surface makes of the upstream's result before it is spelled for the host.
@@ -66,11 +66,19 @@ def _as_sent(result: JSON) -> JSON:
 
 
 def send_ahead(
-    ctx: OpContext, conn: Conn, frame: Mapping[str, Any]
-) -> tuple[SentAhead, Shape] | None:
+    ctx: OpContext,
+    conn: Conn,
+    frame: Mapping[str, Any],
+    notify: Callable[[JSON], None] | None = None,
+    ask: Callable[[str, JSON], Awaitable[JSON]] | None = None,
+    contexts: Contexts | None = None,
+) -> tuple[CallAhead, Shape] | None:
     """The ``tools/call`` ``frame`` written upstream now, for the task that serves it on
-    ``conn`` to take, with what the surface makes of its result; None when nothing was
-    (see the invariants)."""
+    ``conn`` to take (or for nobody, when it is answered ahead), with what the surface
+    makes of its result; None when nothing was (see the invariants). ``notify`` and
+    ``ask`` reach the host as ``dispatch`` is given them: the call is registered with
+    them from now (the upstream may ask at once). ``contexts``: the session's own, to
+    keep what its calls are served under from one call to the next."""
     if frame.get("method") != "tools/call" or conn.revision not in LEGACY:
         return None  # (without _meta, dispatch judges a legacy session's frame its own)
     params = frame.get("params")
@@ -79,24 +87,79 @@ def send_ahead(
     name = params.get("name")
     if not isinstance(name, str):
         return None
-    here = ctx.evolve(
-        passthrough=conn.passthrough,
-        profile=profile_for(conn, ctx.settings),
-        identity=identity_for(None, conn, process=conn.identity or "stdio"),
-    )
-    owners = passthrough.owners_now(here, "tools")
+    here = _served_under(ctx, conn, notify, ask, Contexts() if contexts is None else contexts)
+    owners = passthrough.owners_now(here.gateway, "tools")
     if owners is None:
         return None
     server = owners.get(name)
     if server is not None:  # a pass-through tool: its result as the upstream sent it
-        ahead = ops_send_ahead(here, server, params)
+        ahead = ops_send_ahead(here.forwarded, server, params)
         return None if ahead is None else (ahead, _as_sent)
-    op = modes.own_ops(modes.mode(here)).get(name) if name == _GATEWAY_CALL else None
+    op = modes.own_ops(modes.mode(here.gateway)).get(name) if name == _GATEWAY_CALL else None
     args = params.get("arguments")
     if op is None or not isinstance(args, dict) or input_problem(op, args, headers=False):
         return None
-    ahead = call_ahead(here, args)
+    ahead = call_ahead(here.gateway, args)
     return None if ahead is None else (ahead, partial(readable_uris, str(args["server"])))
+
+
+class ServedUnder(NamedTuple):
+    """What a session's calls sent ahead are served under: as ``dispatch`` makes it for
+    a request of that session, for the gateway's own tools and for a forwarded one."""
+
+    gateway: OpContext
+    forwarded: OpContext
+
+
+class Contexts:
+    """A session's ``ServedUnder``, kept from one call to the next (``_served_under``)."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        self.kept: tuple[OpContext, object, tuple[object, ...], ServedUnder] | None = None
+
+
+def _served_under(
+    ctx: OpContext,
+    conn: Conn,
+    notify: Callable[[JSON], None] | None,
+    ask: Callable[[str, JSON], Awaitable[JSON]] | None,
+    contexts: Contexts,
+) -> ServedUnder:
+    """``dispatch``'s context for a plain request of ``conn``, made again only when
+    something it is made of changed (a reload's settings, the session's log level)."""
+    settings = ctx.settings
+    key = (
+        conn.revision,
+        conn.log_level,
+        conn.passthrough,
+        conn.profile,
+        conn.identity,
+        conn.principal,
+        conn.transport,
+        id(conn.client_info),
+        notify,
+        ask,
+    )
+    kept = contexts.kept
+    if kept is not None and kept[0] is ctx and kept[1] is settings and kept[2] == key:
+        return kept[3]
+    rev = str(conn.revision)
+    who = host_named(conn.client_info)
+    gateway = ctx.evolve(
+        passthrough=conn.passthrough,
+        profile=profile_for(conn, settings),
+        identity=identity_for(None, conn, process=conn.identity or "stdio"),
+        notify=spelled_notify(notify, rev, ctx, settings),
+        log_level=conn.log_level,
+        asker=host_asker(conn, rev, ask) if ask is not None else None,
+        caller=Caller("mcp", conn.transport, who, rev),
+    )
+    forwarded = gateway.evolve(caller=Caller("passthrough", conn.transport, who, rev))
+    served = ServedUnder(gateway, forwarded)
+    contexts.kept = (ctx, settings, key, served)
+    return served
 
 
 def reply_ahead(
@@ -105,15 +168,16 @@ def reply_ahead(
     request_id: wire.RequestId,
     outcome: JSON | Exception,
     shape: Shape,
-) -> wire.Frame | None:
+) -> tuple[wire.Frame, JSON] | None:
     """The answer ``dispatch`` gives the call sent ahead, made as the upstream's answer
     arrives, when it is a plain result that passes its check (as ``request_for_caller``
-    checks it), so that it can be written to the host at once; None for anything else
-    (an error, a malformed result), which only ``dispatch`` answers."""
+    checks it), so that it can be written to the host at once, with the result as the
+    call records it; None for anything else (an error, a malformed result), which only
+    ``dispatch`` answers."""
     if not isinstance(outcome, dict) or outcome.get("resultType", "complete") != "complete":
         return None
     if call_result_problem(outcome) is not None:
         return None
-    result = shape(without_nulls(outcome))
-    spelled = spelled_result("tools/call", result, str(conn.revision), ctx, ctx.settings)
-    return wire.result(request_id, spelled)
+    result = without_nulls(outcome)
+    spelled = spelled_result("tools/call", shape(result), str(conn.revision), ctx, ctx.settings)
+    return wire.result(request_id, spelled), result
