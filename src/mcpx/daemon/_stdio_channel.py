@@ -334,17 +334,17 @@ class StdioChannel:
             # (Only while reading goes on for a question's answer.)
             self._refuse(wire.error(frame["id"], too_many_running(settings, waiting=True)))
             return None
+        # A plain tools/call goes upstream now, and its task runs only if it is needed.
+        start = partial(requests.start_soon, self._request, frame)
+        session = self.session
+        if session.send_ahead(frame, self.ctx, self._emit, start, notify=self._push, ask=self._ask):
+            return None
         # Registered before the task runs, so a cancel on the next line finds it.
-        scope = self.session.in_flight.register(frame["id"])
+        scope = session.in_flight.register(frame["id"])
         if frame.get("method") == "subscriptions/listen":
             self._listens.add(scope)
-        # A plain tools/call goes upstream now, and its task runs only if it is needed.
-        start = partial(requests.start_soon, self._request, frame, scope)
-        session = self.session
-        if not session.send_ahead(
-            frame, self.ctx, scope, self._emit, start, notify=self._push, ask=self._ask
-        ):
-            requests.start_soon(self._request, frame, scope, None)
+        requests.start_soon(self._request, frame, scope, None)
+        return None
 
     def _refuse(self, error: wire.Frame) -> None:
         # Refused before dispatch judged it: traced here with no revision, as /mcp traces

@@ -125,8 +125,9 @@ class HostSession:
         if frame.get("method") == "notifications/cancelled":
             params = frame.get("params")
             self.in_flight.cancel(params)
-            if self._waiting and isinstance(params, Mapping):
-                waiting = self._waiting.get(params.get("requestId"))  # type: ignore[arg-type]
+            named = params.get("requestId") if isinstance(params, Mapping) else None
+            if self._waiting and isinstance(named, str | int):
+                waiting = self._waiting.get(named)
                 if waiting is not None:  # sent ahead, no task yet: its task withdraws it
                     waiting[0]()
         await dispatch(frame, self.conn, ctx, settings=ctx.settings)
@@ -185,9 +186,8 @@ class HostSession:
         self,
         frame: wire.Frame,
         ctx: OpContext,
-        scope: anyio.CancelScope,
         send: Notify,
-        start: Callable[[SentAhead], None],
+        start: Callable[[anyio.CancelScope, SentAhead], None],
         *,
         notify: Notify | None = None,
         ask: Ask | None = None,
@@ -199,10 +199,11 @@ class HostSession:
         Sent, it is answered without a task of its own when the upstream's answer is a
         plain result within ``_ANSWERED_WITHIN`` seconds: the answer goes to ``send`` as
         it arrives, and the call is let go of and recorded as ``dispatch`` would have.
-        Anything else needs the request's task: ``start`` is called with what was sent,
-        for the caller to ``serve`` it with (an error, a withdrawn request, a slow
-        answer, the session ending: ``start_waiting``); a plain result that arrives
-        after still goes to ``send`` first. ``scope`` is the request's (``in_flight``).
+        Anything else needs the request's task: ``start`` is called with the request's
+        scope (registered in ``in_flight`` once it is sent) and what was sent, for the
+        caller to ``serve`` it with (an error, a withdrawn request, a slow answer, the
+        session ending: ``start_waiting``); a plain result that arrives after still goes
+        to ``send`` first.
         """
         if not self.slots.free or self.slots.waiting:
             return False
@@ -213,13 +214,15 @@ class HostSession:
         ahead = call.sent
         self.slots.take_nowait()  # free, and nobody waits: taken
         request_id = frame["id"]
+        # Registered now, before the next line is read: a cancel there finds it.
+        scope = self.in_flight.register(request_id)
         waiting = self._waiting
 
         def fall_back() -> None:
             # The request's task from here on (once).
             if waiting.get(request_id, _NONE)[0] is fall_back:
                 del waiting[request_id]
-                start(ahead)
+                start(scope, ahead)
 
         def answered(outcome: JSON | Exception) -> None:
             unstarted = waiting.get(request_id, _NONE)[0] is fall_back

@@ -105,11 +105,15 @@ async def _listing(ctx: OpContext, kind: str) -> _Listing:
     return _kept(kind, names, tuple([await ctx.catalogue.entry(server) for server in names]))
 
 
-def owners_now(ctx: OpContext, kind: str) -> Mapping[str, str] | None:
+def owners_now(
+    ctx: OpContext, kind: str, names: tuple[str, ...] | None = None
+) -> Mapping[str, str] | None:
     """The pass-through server owning each name of ``kind`` (as ``owner`` tells), when
     that can be told without waiting: every server listed, no listing under way, none
-    failed, no name offered twice. None: it cannot be told now (the request says why)."""
-    names = servers(ctx)
+    failed, no name offered twice. None: it cannot be told now (the request says why).
+    ``names``: ``servers(ctx)``, when the caller has them."""
+    if names is None:
+        names = servers(ctx)
     entries = tuple(ctx.catalogue.settled(server) for server in names)
     if any(entry is None for entry in entries):
         return None

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final
 
 from mcpx import wire
 from mcpx.ops import CallAhead, Caller, call_ahead, input_problem
@@ -88,7 +88,7 @@ def send_ahead(
     if not isinstance(name, str):
         return None
     here = _served_under(ctx, conn, notify, ask, Contexts() if contexts is None else contexts)
-    owners = passthrough.owners_now(here.gateway, "tools")
+    owners = passthrough.owners_now(here.gateway, "tools", here.passthrough())
     if owners is None:
         return None
     server = owners.get(name)
@@ -103,12 +103,24 @@ def send_ahead(
     return None if ahead is None else (ahead, partial(readable_uris, str(args["server"])))
 
 
-class ServedUnder(NamedTuple):
+class ServedUnder:
     """What a session's calls sent ahead are served under: as ``dispatch`` makes it for
-    a request of that session, for the gateway's own tools and for a forwarded one."""
+    a request of that session, for the gateway's own tools and for a forwarded one; and
+    the pass-through servers it sees, while the servers configured are the same."""
 
-    gateway: OpContext
-    forwarded: OpContext
+    __slots__ = ("_names", "forwarded", "gateway")
+
+    def __init__(self, gateway: OpContext, forwarded: OpContext) -> None:
+        self.gateway, self.forwarded = gateway, forwarded
+        self._names: tuple[object, tuple[str, ...]] | None = None
+
+    def passthrough(self) -> tuple[str, ...]:
+        """``passthrough.servers`` for these requests (the servers configured are
+        replaced whole when they change)."""
+        configured = self.gateway.pool.servers
+        if self._names is None or self._names[0] is not configured:
+            self._names = (configured, passthrough.servers(self.gateway))
+        return self._names[1]
 
 
 class Contexts:
