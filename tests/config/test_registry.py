@@ -189,6 +189,7 @@ SEEDED: list[tuple[str, object]] = [
     ("protoMessages.taskAfter", 2.0),
     ("transport.sseKeepAlive", 15.0),
     ("transport.stdioDrain", 30.0),
+    ("transport.stdioAnswerWait", 0.05),
     ("transport.allowedOrigins", ()),
     ("transport.allowedHosts", ()),
     ("mcp.pageSize", 100),

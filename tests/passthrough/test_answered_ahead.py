@@ -48,16 +48,32 @@ def upstream_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("upstream") / "read.log"
 
 
+def _daemon(
+    tmp_path_factory: pytest.TempPathFactory, upstream_log: Path, **settings: str
+) -> contextlib.AbstractContextManager[Daemon]:
+    fake = {"command": sys.executable, "args": [str(FAKE), str(upstream_log), "plain"]}
+    base = {"mcp.passthrough": ["fake"], "log.level": "debug", "transport.stdioDrain": "1s"}
+    state = tmp_path_factory.mktemp("ahead")
+    return running_daemon(state, {"fake": fake}, {**base, **settings})
+
+
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory, upstream_log: Path) -> Iterator[Daemon]:
-    fake = {"command": sys.executable, "args": [str(FAKE), str(upstream_log), "plain"]}
-    settings = {
-        "mcp.passthrough": ["fake"],
-        "log.level": "debug",
-        "pool.callTimeout": "2s",
-        "transport.stdioDrain": "1s",
-    }
-    with running_daemon(tmp_path_factory.mktemp("ahead"), {"fake": fake}, settings) as d:
+    # A call waits as long as it must for its answer without a task: which way each call
+    # of this module goes does not hang on the machine's load.
+    with _daemon(tmp_path_factory, upstream_log, **{"transport.stdioAnswerWait": "60s"}) as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def hasty_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("hasty") / "read.log"
+
+
+@pytest.fixture(scope="module")
+def hasty(tmp_path_factory: pytest.TempPathFactory, hasty_log: Path) -> Iterator[Daemon]:
+    """As it is configured by default, with a short call timeout."""
+    with _daemon(tmp_path_factory, hasty_log, **{"pool.callTimeout": "2s"}) as d:
         yield d
 
 
@@ -191,6 +207,24 @@ def test_a_plain_call_answered_without_its_task_is_recorded_as_one_served_by_it(
     assert _calls_made(daemon) == made + 2
 
 
+@pytest.mark.parametrize("gateway", [False, True], ids=["pass-through", "mcpx_call"])
+def test_the_answer_made_without_a_task_is_the_one_its_task_makes(
+    daemon: Daemon, host: StdioPeer, gateway: bool
+) -> None:
+    def params(**extra: Any) -> dict[str, Any]:
+        if not gateway:
+            return _echo("same", **extra)
+        args = {"server": "fake", "tool": "echo", "arguments": {"text": "same"}}
+        return {"name": "mcpx_call", "arguments": args, **extra}
+
+    ahead = _answered_ahead(daemon)
+    alone = host.request(60, "tools/call", params(), timeout=30)
+    assert _answered_ahead(daemon) == ahead + 1
+    tasked = host.request(61, "tools/call", params(_meta={"progressToken": "q"}), timeout=30)
+    assert _answered_ahead(daemon) == ahead + 1
+    assert "result" in alone and alone["result"] == tasked["result"]
+
+
 def test_a_result_that_fails_its_check_is_answered_by_its_task(
     daemon: Daemon, host: StdioPeer
 ) -> None:
@@ -202,20 +236,26 @@ def test_a_result_that_fails_its_check_is_answered_by_its_task(
 
 
 def test_a_call_not_answered_in_time_goes_on_in_its_task_under_its_timeout(
-    daemon: Daemon, host: StdioPeer, upstream_log: Path
+    hasty: Daemon, hasty_log: Path
 ) -> None:
-    before, ahead = len(_read(upstream_log)), _answered_ahead(daemon)
-    host.send({"jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": _echo("hold")})
-    # Held upstream: counted in flight all along, sent ahead or by its task.
-    assert wait_until(lambda: _in_flight(daemon) == 1, timeout=30)
-    reply = host.response(30, timeout=30)
+    with _host(hasty) as host:
+        _ready(host)
+        before, ahead = len(_read(hasty_log)), _answered_ahead(hasty)
+        host.send({"jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": _echo("hold")})
+        # Held upstream: counted in flight all along, sent ahead or by its task.
+        assert wait_until(lambda: _in_flight(hasty) == 1, timeout=30)
+        reply = host.response(30, timeout=30)
     assert "did not answer tools/call within 2s" in reply["error"]["message"], reply
-    read = _read(upstream_log)[before:]
-    (call,) = [f for f in read if f.get("method") == "tools/call"]
-    told = [f["params"]["requestId"] for f in read if f.get("method") == "notifications/cancelled"]
-    assert told == [call["id"]]
-    assert _answered_ahead(daemon) == ahead
-    assert _in_flight(daemon) == 0
+    assert _answered_ahead(hasty) == ahead
+
+    def told() -> list[Any]:
+        read = _read(hasty_log)[before:]
+        return [f for f in read if f.get("method") == "notifications/cancelled"]
+
+    (cancel,) = wait_until(told, timeout=30)
+    (call,) = [f for f in _read(hasty_log)[before:] if f.get("method") == "tools/call"]
+    assert cancel["params"]["requestId"] == call["id"]
+    assert _in_flight(hasty) == 0
 
 
 def test_the_upstream_may_ask_the_host_as_soon_as_it_reads_the_call(daemon: Daemon) -> None:

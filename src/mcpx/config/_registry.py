@@ -215,6 +215,13 @@ _SEED: Final[tuple[Setting, ...]] = (
         "30s",
         "When a stdio host's input ends, how long its requests in flight get to answer.",
     ),
+    duration(
+        "transport.stdioAnswerWait",
+        "50ms",
+        "How long a stdio host's plain tools/call, sent upstream as its line is read, waits"
+        " for a plain result before a task of its own serves it (its timeout counts from"
+        " then).",
+    ),
     Setting(
         "transport.allowedOrigins",
         STRING_LIST,

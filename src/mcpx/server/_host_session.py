@@ -8,7 +8,9 @@ Invariants:
   to the host (``questions``). ``notifications/cancelled`` withdraws the request it names
   (``in_flight``), and every notification is then recorded by ``dispatch``. A request is
   answered by ``dispatch`` under the session's ``Conn``, inside a scope registered by its
-  id, in one of the session's slots (``proto.maxConcurrentCalls``).
+  id, in one of the session's slots (``proto.maxConcurrentCalls``); but for a call sent
+  ahead (``send_ahead``) whose plain result came at once, which holds its slot and scope
+  until then and is answered as ``dispatch`` would answer it, with no task.
 - A request the host withdrew is answered nothing.
 - Batches exist only in the revisions that have them (``spec.BATCHED``). A batch is
   refused whole, before any element of it is acted on (``batch_refusal``); otherwise its
@@ -53,9 +55,6 @@ __all__ = ["Ask", "HostSession", "Notify"]
 
 log = logging.getLogger("mcpx.server")
 
-# How long a request sent ahead waits for its answer without a task of its own: a call
-# that takes longer gets one (its timeout, its instance's end, its cancellation).
-_ANSWERED_WITHIN = 0.05
 _NONE: tuple[None, float] = (None, 0.0)
 
 JSON = dict[str, Any]
@@ -82,6 +81,7 @@ class HostSession:
     # and when it was sent; the timer that gives the slow ones theirs (``_sweep``).
     _waiting: dict[wire.RequestId, tuple[Callable[[], None], float]] = field(default_factory=dict)
     _sweeper: asyncio.TimerHandle | None = None
+    _wait: float = 0.0  # transport.stdioAnswerWait, as the sweeper was last armed
     # What the calls sent ahead are served under, made once (``_send_ahead``).
     _contexts: Contexts = field(default_factory=Contexts)
 
@@ -199,6 +199,8 @@ class HostSession:
         Sent, it is answered without a task of its own when the upstream's answer is a
         plain result within ``_ANSWERED_WITHIN`` seconds: the answer goes to ``send`` as
         it arrives, and the call is let go of and recorded as ``dispatch`` would have.
+        ``transport.stdioAnswerWait`` is how long it waits: a call that takes longer gets
+        a task (its timeout, its instance's end, its cancellation).
         Anything else needs the request's task: ``start`` is called with the request's
         scope (registered in ``in_flight`` once it is sent) and what was sent, for the
         caller to ``serve`` it with (an error, a withdrawn request, a slow answer, the
@@ -238,8 +240,11 @@ class HostSession:
                 fall_back()  # dispatch answers it
                 return
             reply, result = made
-            if ctx.trace is not None and unstarted:
-                ctx.trace(self.conn.revision, reply, "tools/call")
+            if unstarted:
+                # (Said before the host can read the answer: a test may look then.)
+                log.debug("request %r answered ahead, without a task", request_id)
+                if ctx.trace is not None:
+                    ctx.trace(self.conn.revision, reply, "tools/call")
             send(reply)
             if not unstarted:
                 self._replied[ahead] = reply  # its task, running, compares its own
@@ -247,7 +252,6 @@ class HostSession:
             del waiting[request_id]
             self.slots.give()
             self.in_flight.forget(request_id, scope)
-            log.debug("request %r answered ahead, without a task", request_id)
             conn = self.conn
             call.answered(
                 result, frame, reply, HostSide(conn.transport, conn.revision, conn.session_id)
@@ -255,22 +259,23 @@ class HostSession:
 
         waiting[request_id] = (fall_back, time.monotonic())
         if self._sweeper is None:
-            self._sweeper = asyncio.get_running_loop().call_later(_ANSWERED_WITHIN, self._sweep)
+            self._wait = float(ctx.settings["transport.stdioAnswerWait"])
+            self._sweeper = asyncio.get_running_loop().call_later(self._wait, self._sweep)
         ahead.on_answer(answered)
         return True
 
     def _sweep(self) -> None:
-        """The requests sent ahead over ``_ANSWERED_WITHIN`` seconds ago and not answered
-        yet go on in their tasks. One timer a session, not one a call (a timer costs
-        more than the rest of a call's wait); it looks again while any wait."""
+        """The requests sent ahead ``_wait`` seconds ago or more and not answered yet go
+        on in their tasks. One timer a session, not one a call (a timer costs more than
+        the rest of a call's wait); it looks again while any wait."""
         self._sweeper = None
         now = time.monotonic()
         for fall_back, sent_at in list(self._waiting.values()):
-            if now - sent_at >= _ANSWERED_WITHIN:
+            if now - sent_at >= self._wait:
                 fall_back()
         if self._waiting:
             oldest = min(sent_at for _, sent_at in self._waiting.values())
-            wait = max(oldest + _ANSWERED_WITHIN - now, 0.001)
+            wait = max(oldest + self._wait - now, 0.001)
             self._sweeper = asyncio.get_running_loop().call_later(wait, self._sweep)
 
     def start_waiting(self) -> None:

@@ -2,13 +2,12 @@
 
 A ``tools/call`` (of a pass-through tool, or of ``mcpx_call``) is most of what a host
 sends, and the upstream is the slow part of it: so the request is written to the
-upstream in the event loop's read callback, before the task that serves it runs, and
-that task, going through ``dispatch`` as every request does, finds it written
-(``client.SENT_AHEAD``) and only waits for the answer. The upstream's answer, when it is
-a plain result, is written to the host as it arrives (``reply_ahead``), before that
-task wakes to make the same answer. Everything else about the call (its checks, its
-registration, its record and metrics, its errors) happens on the one path every
-request takes.
+upstream in the event loop's read callback, before any task serves it. The upstream's
+answer, when it is a plain result, is written to the host as it arrives
+(``reply_ahead``); a call so answered needs no task at all (``HostSession.send_ahead``
+lets go of it and records it). Any other ending is served by the request's task, going
+through ``dispatch`` as every request does: it finds the request written
+(``client.SENT_AHEAD``) and takes over what was held for it.
 
 Invariants:
 
@@ -19,12 +18,16 @@ Invariants:
   legacy upstream that takes the line at once; and nothing that would refuse it there
   (``ops.send_ahead``, ``ops.call_ahead``). Anything else is sent by the request's task,
   as ever.
+- The context a call sent ahead is served under is ``dispatch``'s for a plain request
+  of the session (its profile, identity, notify, asker, caller), made again whenever
+  what it is made of changes (``_served_under``).
 - The task's request takes what was sent ahead only when it is the same request on the
   same connection; one nobody took (the host withdrew its request before it ran) is
   cancelled upstream, and its answer dropped.
 - An answer written ahead is the one ``dispatch`` makes (``HostSession.serve`` logs an
-  error if they ever differ) and is the only one sent; none is written for a request
-  the host withdrew.
+  error if they ever differ, when a task runs beside it; tests hold ``reply_ahead``
+  equal to ``dispatch``'s spelling) and is the only one sent; none is written for a
+  request the host withdrew.
 """
 
 from __future__ import annotations
