@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from support.daemon import Daemon, running_daemon
 from support.peers import StdioPeer, stdio_peer
@@ -108,16 +107,6 @@ def _read(upstream_log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line and not line.startswith(b"#")]
 
 
-def _metrics(daemon: Daemon) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    with daemon.http() as api:
-        text = api.get("/metrics").text
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
-
-
 def _counts(daemon: Daemon) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """The two operation histograms' counts for ``echo``, by label set."""
     names = (
@@ -126,13 +115,13 @@ def _counts(daemon: Daemon) -> dict[tuple[str, tuple[tuple[str, str], ...]], flo
     )
     return {
         key: value
-        for key, value in _metrics(daemon).items()
+        for key, value in daemon.metrics().items()
         if key[0] in names and ("gen_ai_tool_name", "echo") in key[1]
     }
 
 
 def _in_flight(daemon: Daemon) -> float:
-    return _metrics(daemon)[("mcpx_calls_in_flight", (("mcpx_server", "fake"),))]
+    return daemon.metrics()[("mcpx_calls_in_flight", (("mcpx_server", "fake"),))]
 
 
 def _calls(daemon: Daemon) -> list[dict[str, Any]]:

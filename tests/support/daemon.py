@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from .peers import bad_server_command, sdk_server_command
 from .schemas import frame_errors
@@ -109,6 +110,17 @@ class Daemon:
             for p in frame_errors(line["frame"], rev, sender="server", answering=line["answering"]):
                 out.append(f"frame {i} ({rev}, answering {line['answering']}): {p}\n  {line}")
         return out
+
+    def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        """``GET /metrics``, each sample by its name and sorted labels (read with
+        prometheus_client's own parser)."""
+        with self.http() as api:
+            text = api.get("/metrics").text
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
 
     def log_lines(self) -> list[dict[str, Any]]:
         path = self.state / "daemon.log"

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from support.daemon import Daemon, running_daemon, sdk_entry
 from support.waiting import wait_until
@@ -107,14 +106,8 @@ def _latest(receiver: Receiver, name: str) -> dict[tuple[tuple[str, Any], ...], 
 
 
 def _scraped(daemon: Daemon) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    with daemon.http() as v1:
-        text = v1.get("/metrics").text
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.name in ("mcpx_questions_open", "mcpx_tasks")
-    }
+    stores = ("mcpx_questions_open", "mcpx_tasks")
+    return {key: value for key, value in daemon.metrics().items() if key[0] in stores}
 
 
 def _exported(receiver: Receiver, questions: int, tasks: dict[str, int]) -> Callable[[], bool]:
