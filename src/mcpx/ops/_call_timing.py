@@ -30,13 +30,15 @@ from ._telemetry_views import Called, Child, Event
 if TYPE_CHECKING:
     from ._context import OpContext
 
-__all__ = ["answered_ahead", "recording", "timing_ahead"]
+__all__ = ["CallTiming", "answered_ahead", "recording", "timing_ahead"]
 
 # What names the target of a method, for the log's "tool" column.
 _TARGET = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
-class _Timing:
+class CallTiming:
+    """One call's times and answer, as ``recording`` (or ``timing_ahead``) keeps them."""
+
     def __init__(self) -> None:
         self.ts = time.time()
         self.started = time.monotonic()
@@ -86,14 +88,14 @@ class _Timing:
 @contextmanager
 def recording(
     ctx: OpContext, server: str, method: str, params: dict[str, Any], meta: dict[str, Any]
-) -> Iterator[_Timing | None]:
+) -> Iterator[CallTiming | None]:
     """Times the call for the recorder and the telemetry (a CLIENT span, whose trace
     context replaces the caller's in ``meta``, the ``_meta`` sent upstream)."""
     recorder, telemetry = ctx.recorder, ctx.telemetry
     if recorder is None and telemetry is None:
         yield None
         return
-    timing = _Timing()
+    timing = CallTiming()
     error: BaseException | None = None
     with (
         telemetry.calling(server, method, params, meta, _upstream(ctx, server))
@@ -120,12 +122,12 @@ def recording(
                 later(_record, ctx, recorder, server, method, params, timing, error, ended)
 
 
-def timing_ahead(ctx: OpContext, inst: Instance) -> _Timing | None:
+def timing_ahead(ctx: OpContext, inst: Instance) -> CallTiming | None:
     """The timing of a call handed to ``inst`` at once, without ``recording`` (one sent
     ahead: ``answered_ahead`` ends it); None when nobody records."""
     if ctx.recorder is None and ctx.telemetry is None:
         return None
-    timing = _Timing()
+    timing = CallTiming()
     timing.queued(inst)
     return timing
 
@@ -135,7 +137,7 @@ def answered_ahead(
     server: str,
     method: str,
     params: dict[str, Any],
-    timing: _Timing,
+    timing: CallTiming,
     result: dict[str, Any],
     ended: float,
 ) -> None:
@@ -159,7 +161,7 @@ def _record(
     server: str,
     method: str,
     params: dict[str, Any],
-    timing: _Timing,
+    timing: CallTiming,
     error: BaseException | None,
     now: float,
 ) -> None:

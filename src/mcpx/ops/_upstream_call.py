@@ -44,7 +44,7 @@ from mcpx.config import ServerConfig, more_verbose
 from mcpx.pool import PoolFull, UnknownServer
 from mcpx.shapes import call_result_problem, without_nulls
 
-from ._call_timing import answered_ahead, recording, timing_ahead
+from ._call_timing import CallTiming, answered_ahead, recording, timing_ahead
 from ._errors import OpError
 from ._later import later
 from ._limits import check_arguments_size
@@ -286,7 +286,7 @@ class CallAhead:
         server: str,
         params: dict[str, Any],
         sent: SentAhead,
-        timing: Any,
+        timing: CallTiming | None,
     ) -> None:
         self.ctx, self.server, self.params, self.sent = ctx, server, params, sent
         self.started = time.monotonic()

@@ -197,10 +197,10 @@ class HostSession:
         slot taken), and the caller serves it as any request.
 
         Sent, it is answered without a task of its own when the upstream's answer is a
-        plain result within ``_ANSWERED_WITHIN`` seconds: the answer goes to ``send`` as
-        it arrives, and the call is let go of and recorded as ``dispatch`` would have.
-        ``transport.stdioAnswerWait`` is how long it waits: a call that takes longer gets
-        a task (its timeout, its instance's end, its cancellation).
+        plain result within ``transport.stdioAnswerWait``: the answer goes to ``send``
+        as it arrives, and the call is let go of and recorded as ``dispatch`` would have.
+        A call that takes longer gets a task (its timeout, its instance's end, its
+        cancellation).
         Anything else needs the request's task: ``start`` is called with the request's
         scope (registered in ``in_flight`` once it is sent) and what was sent, for the
         caller to ``serve`` it with (an error, a withdrawn request, a slow answer, the
