@@ -132,7 +132,8 @@ class Contexts:
     __slots__ = ("kept",)
 
     def __init__(self) -> None:
-        self.kept: tuple[OpContext, object, tuple[object, ...], ServedUnder] | None = None
+        # (ctx, its settings, the host's clientInfo: by identity; the rest by value)
+        self.kept: tuple[OpContext, object, object, tuple[object, ...], ServedUnder] | None = None
 
 
 def _served_under(
@@ -153,13 +154,19 @@ def _served_under(
         conn.identity,
         conn.principal,
         conn.transport,
-        id(conn.client_info),
         notify,
         ask,
     )
     kept = contexts.kept
-    if kept is not None and kept[0] is ctx and kept[1] is settings and kept[2] == key:
-        return kept[3]
+    info = conn.client_info
+    if (
+        kept is not None
+        and kept[0] is ctx
+        and kept[1] is settings
+        and kept[2] is info
+        and kept[3] == key
+    ):
+        return kept[4]
     rev = str(conn.revision)
     who = host_named(conn.client_info)
     gateway = ctx.evolve(
@@ -173,7 +180,7 @@ def _served_under(
     )
     forwarded = gateway.evolve(caller=Caller("passthrough", conn.transport, who, rev))
     served = ServedUnder(gateway, forwarded)
-    contexts.kept = (ctx, settings, key, served)
+    contexts.kept = (ctx, settings, info, key, served)
     return served
 
 
