@@ -55,6 +55,8 @@ class Unanswered(Exception):
 
 # How often a call whose budget is paused looks whether the pause ended.
 _PAUSE_LOOK: Final = 0.25
+# The members of a result frame and nothing else.
+_RESULT_KEYS: Final = frozenset({"jsonrpc", "id", "result"})
 
 
 class Connection:
@@ -271,6 +273,12 @@ class Connection:
             self._route(inbound)
 
     def _route(self, frame: dict[str, Any]) -> None:
+        if frame.keys() == _RESULT_KEYS:  # most of what comes: answered at once
+            rid, result = frame["id"], frame["result"]
+            pending = self._pending.get(rid) if type(rid) is int or type(rid) is str else None
+            if pending is not None and frame["jsonrpc"] == "2.0" and type(result) is dict:
+                pending.settle(result)  # (as classify and _answered would have it)
+                return
         try:
             kind = wire.classify(frame)
         except wire.McpError as exc:

@@ -329,10 +329,11 @@ class StdioChannel:
         return True
 
     def _start(self, frame: wire.Frame, requests: Workers) -> None:
-        settings = self.ctx.settings
-        if self.session.slots.waiting >= int(settings["proto.maxConcurrentCalls"]):
+        waiting = self.session.slots.waiting
+        if waiting and waiting >= int(self.ctx.settings["proto.maxConcurrentCalls"]):
             # (Only while reading goes on for a question's answer.)
-            self._refuse(wire.error(frame["id"], too_many_running(settings, waiting=True)))
+            refused = too_many_running(self.ctx.settings, waiting=True)
+            self._refuse(wire.error(frame["id"], refused))
             return None
         # A plain tools/call goes upstream now, and its task runs only if it is needed.
         start = partial(requests.start_soon, self._request, frame)

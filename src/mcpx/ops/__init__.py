@@ -43,6 +43,7 @@ from ._table import Cli, Operation, Param, Status
 from ._uris import gateway_template, gateway_uri, original_uri, split_gateway
 
 if TYPE_CHECKING:
+    from ._call_ahead import CallAhead, HostSide, Route, route_ahead, send_ahead
     from ._call_log import CallLog, open_call_log
     from ._call_record import Caller, CallRecord, CallRecorder
     from ._catalogue import Catalogue
@@ -55,14 +56,7 @@ if TYPE_CHECKING:
     from ._telemetry import METRICS_CONTENT_TYPE, Telemetry, configured
     from ._telemetry_otel import Otel
     from ._telemetry_prom import PromMetrics
-    from ._upstream_call import (
-        TRACE_KEYS,
-        CallAhead,
-        HostSide,
-        request_for_caller,
-        send_ahead,
-        upstream_error,
-    )
+    from ._upstream_call import TRACE_KEYS, request_for_caller, upstream_error
 
 __all__ = [
     "CLI_AGENT",
@@ -92,6 +86,7 @@ __all__ = [
     "Param",
     "PromMetrics",
     "QuickCheck",
+    "Route",
     "Status",
     "Telemetry",
     "by_name",
@@ -110,6 +105,7 @@ __all__ = [
     "profiled",
     "rank_tools",
     "request_for_caller",
+    "route_ahead",
     "run_operation",
     "send_ahead",
     "split_gateway",
@@ -135,10 +131,12 @@ _LAZY = {
     "check_input": "_operation_input",
     "input_problem": "_operation_input",
     "TRACE_KEYS": "_upstream_call",
-    "CallAhead": "_upstream_call",
-    "HostSide": "_upstream_call",
+    "CallAhead": "_call_ahead",
+    "HostSide": "_call_ahead",
+    "Route": "_call_ahead",
+    "route_ahead": "_call_ahead",
+    "send_ahead": "_call_ahead",
     "request_for_caller": "_upstream_call",
-    "send_ahead": "_upstream_call",
     "upstream_error": "_upstream_call",
     "METRICS_CONTENT_TYPE": "_telemetry",
     "Telemetry": "_telemetry",

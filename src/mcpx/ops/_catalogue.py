@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,10 @@ class Catalogue:
         self.pool = pool
         self._entries: dict[str, dict[str, Any]] = self._read()
         self._locks: dict[str, anyio.Lock] = {}
+        # Counts every change to what ``settled`` says (an entry stored or dropped, a
+        # listing begun or ended), so that whoever keeps something judged from it can
+        # tell at once that it still holds.
+        self.version = 0
         # Per server: the stored entry, the config it was filtered for, the filtered copy
         # (the same object while neither changes: pass-through indexes by identity).
         self._offered: dict[str, tuple[dict[str, Any], ServerConfig, dict[str, Any]]] = {}
@@ -73,7 +79,8 @@ class Catalogue:
             lock = self._locks[server] = anyio.Lock()
         async with lock:
             if refresh or server not in self._entries:
-                self._entries[server] = await self._list(server)
+                with self._changing():
+                    self._entries[server] = await self._list(server)
                 self._save()
         return self._offer(server, self._entries[server])
 
@@ -120,7 +127,8 @@ class Catalogue:
     async def _refresh_quietly(self, server: str) -> None:
         lock = self._locks.setdefault(server, anyio.Lock())
         async with lock:
-            self._entries[server] = await self._list(server)
+            with self._changing():
+                self._entries[server] = await self._list(server)
             self._save()
 
     def listed(self, server: str) -> dict[str, Any]:
@@ -141,7 +149,17 @@ class Catalogue:
 
     def invalidate(self, server: str) -> None:
         if self._entries.pop(server, None) is not None:
+            self.version += 1
             self._save()
+
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """A listing under way (its lock held): ``settled`` says None until it ends."""
+        self.version += 1
+        try:
+            yield
+        finally:
+            self.version += 1
 
     async def _list(self, server: str) -> dict[str, Any]:
         budget = call_budget(self.pool.settings)

@@ -11,6 +11,7 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
+from ._call_ahead import CallAhead, send_ahead
 from ._completion import declares_completions, from_catalogue
 from ._detached import returning_call
 from ._errors import OpError
@@ -18,7 +19,7 @@ from ._handle_listings import catalogued_tool
 from ._limits import check_arguments_size
 from ._operations import QUESTIONS_HEADER, RUN_HEADER
 from ._tool_input import check_arguments, check_depth
-from ._upstream_call import CallAhead, request_for_caller, send_ahead, upstream
+from ._upstream_call import request_for_caller, upstream
 
 if TYPE_CHECKING:
     from ._context import OpContext

@@ -15,7 +15,7 @@ Invariants:
   (C-ERR-6).
 - A ``call.finished`` event is published for every ``tools/call``, however it ends (just
   after its answer has gone: ``later``).
-- A ``tools/call`` runs as an upstream task (``_as_task``) when the catalogued tool's
+- A ``tools/call`` runs as an upstream task (``runs_as_task``) when the catalogued tool's
   ``execution.taskSupport`` is ``required``, or ``optional`` with a caller's budget longer
   than ``pool.callTimeout`` allows a plain request and an upstream that takes tasks.
 - An upstream's ``CallToolResult`` is checked for shape (``shapes.call_result_problem``)
@@ -28,13 +28,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from functools import partial
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from mcpx import wire
 from mcpx.client import (
     SENT_AHEAD,
-    SentAhead,
     UpstreamError,
     UpstreamTimeout,
     login_needed,
@@ -44,7 +42,7 @@ from mcpx.config import ServerConfig, more_verbose
 from mcpx.pool import PoolFull, UnknownServer
 from mcpx.shapes import call_result_problem, without_nulls
 
-from ._call_timing import CallTiming, answered_ahead, recording, timing_ahead
+from ._call_timing import recording
 from ._errors import OpError
 from ._later import later
 from ._limits import check_arguments_size
@@ -56,11 +54,13 @@ if TYPE_CHECKING:
 __all__ = [
     "LOGIN",
     "TRACE_KEYS",
-    "CallAhead",
-    "HostSide",
+    "arguments_refusal",
+    "call_finished",
     "login_needed_error",
+    "registration_key",
     "request_for_caller",
-    "send_ahead",
+    "runs_as_task",
+    "server_refusal_or_config",
     "upstream",
     "upstream_error",
 ]
@@ -168,7 +168,8 @@ async def request_for_caller(
     # The call sent ahead for this one was registered then: the registration is this
     # call's now (one call, one registration, from its sending to its end).
     ahead = SENT_AHEAD.get()
-    adopted = ahead.adopt(_registered(server)) if ahead and ahead.about(method, params) else None
+    held = ahead is not None and ahead.about(method, params)
+    adopted = ahead.adopt(registration_key(server)) if ahead is not None and held else None
     try:
         with (
             ctx.calls.call(server, ctx.notify, caller, ctx.log_level, ctx.asker, scope, ctx.run)
@@ -188,7 +189,7 @@ async def request_for_caller(
                 host_capabilities=ctx.host_capabilities,
                 log_level=level,
                 relay_input=relay_input,
-                as_task=method == "tools/call" and _as_task(ctx, server, params, timeout),
+                as_task=method == "tools/call" and runs_as_task(ctx, server, params, timeout),
                 # The instance's wait (and start) is timed apart from the call.
                 handed=timing.queued if timing is not None else None,
             )
@@ -208,10 +209,10 @@ async def request_for_caller(
         raise
     finally:
         if method == "tools/call":  # just after the answer has gone
-            later(_finished, ctx, server, params, time.monotonic() - started, outcome)
+            later(call_finished, ctx, server, params, time.monotonic() - started, outcome)
 
 
-def _finished(
+def call_finished(
     ctx: OpContext, server: str, params: dict[str, Any], took: float, outcome: dict[str, Any]
 ) -> None:
     """A ``call.finished`` event however the call ended (``took`` seconds)."""
@@ -236,7 +237,7 @@ class _Adopted:
         self._let_go()
 
 
-def _registered(server: str) -> str:
+def registration_key(server: str) -> str:
     """The key a call's registration on ``server`` hangs by on its ``SentAhead``."""
     return f"calls:{server}"
 
@@ -251,125 +252,36 @@ def _refusal_or_config(
             or a tool the server's filters leave out; UnknownServer: not configured, or
             outside the caller's profile.
     """
+    arguments_refusal(ctx, method, params)
+    return server_refusal_or_config(ctx, server, method, params.get("name"))
+
+
+def arguments_refusal(ctx: OpContext, method: str, params: dict[str, Any]) -> None:
+    """What refuses a request for its arguments alone, raised (``_refusal_or_config``)."""
     # Every surface's calls pass here: depth first (a too deep value cannot be measured).
     if "arguments" in params:
         check_depth(params["arguments"])
     check_arguments_size(ctx.settings, method, params)
+
+
+def server_refusal_or_config(
+    ctx: OpContext, server: str, method: str, name: object
+) -> ServerConfig:
+    """What refuses a request to ``server`` whatever its arguments, raised; else the
+    server's config (``_refusal_or_config``; ``name``: the tool a ``tools/call`` names)."""
     config = ctx.pool.servers.get(server)
     if config is None or not ctx.visible(server):
         raise UnknownServer(server, ctx.server_names())
-    if (
-        method == "tools/call"
-        and config.filtered
-        and not config.offers_tool(str(params.get("name")))
-    ):
+    if method == "tools/call" and config.filtered and not config.offers_tool(str(name)):
         # Filtered out: as if the server did not have it, on every surface.
-        raise OpError(
-            404,
-            "unknown_tool",
-            f"{server} has no tool named {params.get('name')!r}",
-            {"server": server},
-        )
+        said = f"{server} has no tool named {name!r}"
+        raise OpError(404, "unknown_tool", said, {"server": server})
     return config
 
 
-class CallAhead:
-    """A ``tools/call`` written ahead of its caller (``send_ahead``): ``sent``, for the
-    caller's ``request_for_caller`` to take; or, when the caller never runs, answered
-    here (``answered``), with what that call would have recorded."""
-
-    __slots__ = ("ctx", "params", "sent", "server", "started", "timing")
-
-    def __init__(
-        self,
-        ctx: OpContext,
-        server: str,
-        params: dict[str, Any],
-        sent: SentAhead,
-        timing: CallTiming | None,
-    ) -> None:
-        self.ctx, self.server, self.params, self.sent = ctx, server, params, sent
-        self.started = time.monotonic()
-        self.timing = timing
-
-    def answered(
-        self,
-        result: dict[str, Any],
-        request: dict[str, Any],
-        reply: dict[str, Any],
-        host: HostSide,
-    ) -> None:
-        """Its upstream answered ``result``, a plain one (checked, without nulls), and
-        the host's ``request`` was answered ``reply`` without ``request_for_caller``
-        nor ``dispatch``: everything held for it is let go now, and what those would
-        have recorded (the call's record and metrics, ``call.finished``, the request's
-        metrics as ``host`` tells them) is made just after the answer has gone."""
-        self.sent.finish()
-        later(self._recorded, result, request, reply, host, time.monotonic())
-
-    def _recorded(
-        self,
-        result: dict[str, Any],
-        request: dict[str, Any],
-        reply: dict[str, Any],
-        host: HostSide,
-        ended: float,
-    ) -> None:
-        ctx, server, params = self.ctx, self.server, self.params
-        if self.timing is not None:
-            answered_ahead(ctx, server, "tools/call", params, self.timing, result, ended)
-        took = ended - self.started
-        _finished(ctx, server, params, took, {"isError": bool(result.get("isError"))})
-        if ctx.telemetry is not None:
-            rev, session = host.revision, host.session
-            ctx.telemetry.served_plain(request, host.transport, reply, rev, session, took)
-
-
-class HostSide(NamedTuple):
-    """The host's side of a call answered ahead: how it came and in which session."""
-
-    transport: str | None
-    revision: str | None
-    session: str | None
-
-
-def send_ahead(ctx: OpContext, server: str, params: dict[str, Any]) -> CallAhead | None:
-    """The ``tools/call`` that ``request_for_caller(ctx, server, "tools/call", params)``
-    is about to send, written now, before the caller's task runs (``CallAhead``); None
-    when nothing was. Only a call sent exactly as given, with nothing of the caller's to
-    add (no ``_meta``: no trace context, no progress token), that nothing refuses, not
-    run as a task, no OpenTelemetry span to open first, and an instance ready to take it
-    at once; the caller's own request then takes it (``SENT_AHEAD``). It is registered
-    as the caller's call from now (``CallsInFlight``: the upstream may ask at once)."""
-    if (
-        "_meta" in params
-        or "task" in params
-        or (ctx.caller_meta and any(k in ctx.caller_meta for k in TRACE_KEYS))
-    ):
-        return None
-    if ctx.telemetry is not None and ctx.telemetry.tracing:
-        return None  # the CLIENT span's trace context goes in the request's _meta
-    try:
-        config = _refusal_or_config(ctx, server, "tools/call", params)
-    except (OpError, UnknownServer, wire.McpError):  # refused: the caller's request says why
-        return None
-    if _as_task(ctx, server, params, None):
-        return None
-    inst = ctx.pool.ready(server, ctx.identity)
-    sent = inst.send_ahead("tools/call", params) if inst is not None else None
-    if sent is None or inst is None:
-        return None
-    log.debug("%s: tools/call %r sent ahead as request %r", server, params["name"], sent.rid)
-    scope = ctx.pool.scope_key(config, ctx.identity)
-    registration = ctx.calls.call(
-        server, ctx.notify, None, ctx.log_level, ctx.asker, scope, ctx.run
-    )
-    registration.__enter__()
-    sent.held[_registered(server)] = partial(registration.__exit__, None, None, None)
-    return CallAhead(ctx, server, params, sent, timing_ahead(ctx, inst))
-
-
-def _as_task(ctx: OpContext, server: str, params: dict[str, Any], timeout: float | None) -> bool:
+def runs_as_task(
+    ctx: OpContext, server: str, params: dict[str, Any], timeout: float | None
+) -> bool:
     """Whether this ``tools/call`` goes upstream as a task, by the catalogued tool's
     ``execution.taskSupport``: always when ``required`` (a plain call would be refused;
     an upstream that cannot take it fails the call naming it), when ``optional`` only for

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from mcpx.spec import OLDEST, Era, defined, era_of, rows
 
@@ -82,6 +82,13 @@ class Conn:
     profile: str | None = None
     # Subscribed URIs (as the client named them) -> (server, upstream URI) watched.
     watching: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # How many times anything was set on it (``__setattr__``): what its requests are
+    # served under is kept while this stays the same (``_send_ahead.Lane``).
+    changes: ClassVar[int] = 0
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "changes", self.changes + 1)
 
     @property
     def era(self) -> Era | None:

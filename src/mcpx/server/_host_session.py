@@ -43,7 +43,7 @@ from ._conn import Conn
 from ._dispatch import dispatch
 from ._host_questions import HostQuestions
 from ._in_flight import InFlight
-from ._send_ahead import Contexts, reply_ahead, send_ahead
+from ._send_ahead import Lane, reply_ahead, send_ahead
 from ._session_bounds import batch_refusal
 from ._slots import Slots
 
@@ -82,8 +82,8 @@ class HostSession:
     _waiting: dict[wire.RequestId, tuple[Callable[[], None], float]] = field(default_factory=dict)
     _sweeper: asyncio.TimerHandle | None = None
     _wait: float = 0.0  # transport.stdioAnswerWait, as the sweeper was last armed
-    # What the calls sent ahead are served under, made once (``_send_ahead``).
-    _contexts: Contexts = field(default_factory=Contexts)
+    # What the calls sent ahead are served under and routed by, kept (``_send_ahead``).
+    _lane: Lane = field(default_factory=Lane)
 
     @classmethod
     def open(cls, conn: Conn, settings: Settings) -> HostSession:
@@ -209,7 +209,7 @@ class HostSession:
         """
         if not self.slots.free or self.slots.waiting:
             return False
-        sent = send_ahead(ctx, self.conn, frame, notify, ask, self._contexts)
+        sent = send_ahead(ctx, self.conn, frame, notify, ask, self._lane)
         if sent is None:
             return False
         call, shape = sent

@@ -16,11 +16,12 @@ Invariants:
   context, no revision of its own; no ``task``), of a tool a pass-through server
   lists or of ``mcpx_call`` asking for nothing but the call, to a ready instance of a
   legacy upstream that takes the line at once; and nothing that would refuse it there
-  (``ops.send_ahead``, ``ops.call_ahead``). Anything else is sent by the request's task,
+  (``ops.Route``, ``ops.call_ahead``). Anything else is sent by the request's task,
   as ever.
 - The context a call sent ahead is served under is ``dispatch``'s for a plain request
-  of the session (its profile, identity, notify, asker, caller), made again whenever
-  what it is made of changes (``_served_under``).
+  of the session (its profile, identity, notify, asker, caller), and a pass-through
+  tool's route is judged as ``request_for_caller`` judges it (``ops.route_ahead``): both
+  kept while nothing they are made of has changed, and made again when it has (``Lane``).
 - The task's request takes what was sent ahead only when it is the same request on the
   same connection; one nobody took (the host withdrew its request before it ran) is
   cancelled upstream, and its answer dropped.
@@ -37,8 +38,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 from mcpx import wire
-from mcpx.ops import CallAhead, Caller, call_ahead, input_problem
-from mcpx.ops import send_ahead as ops_send_ahead
+from mcpx.ops import CallAhead, Caller, Route, call_ahead, input_problem, route_ahead
 from mcpx.shapes import call_result_problem, without_nulls
 from mcpx.spec import LEGACY
 
@@ -53,7 +53,7 @@ from ._surface import readable_uris
 if TYPE_CHECKING:
     from mcpx.ops import OpContext
 
-__all__ = ["Contexts", "ServedUnder", "Shape", "reply_ahead", "send_ahead"]
+__all__ = ["Lane", "ServedUnder", "Shape", "reply_ahead", "send_ahead"]
 
 JSON = dict[str, Any]
 # What the surface makes of the upstream's result before it is spelled for the host.
@@ -74,14 +74,14 @@ def send_ahead(
     frame: Mapping[str, Any],
     notify: Callable[[JSON], None] | None = None,
     ask: Callable[[str, JSON], Awaitable[JSON]] | None = None,
-    contexts: Contexts | None = None,
+    lane: Lane | None = None,
 ) -> tuple[CallAhead, Shape] | None:
     """The ``tools/call`` ``frame`` written upstream now, for the task that serves it on
     ``conn`` to take (or for nobody, when it is answered ahead), with what the surface
     makes of its result; None when nothing was (see the invariants). ``notify`` and
     ``ask`` reach the host as ``dispatch`` is given them: the call is registered with
-    them from now (the upstream may ask at once). ``contexts``: the session's own, to
-    keep what its calls are served under from one call to the next."""
+    them from now (the upstream may ask at once). ``lane``: the session's own, to keep
+    what its calls are judged by from one call to the next."""
     if frame.get("method") != "tools/call" or conn.revision not in LEGACY:
         return None  # (without _meta, dispatch judges a legacy session's frame its own)
     params = frame.get("params")
@@ -90,14 +90,17 @@ def send_ahead(
     name = params.get("name")
     if not isinstance(name, str):
         return None
-    here = _served_under(ctx, conn, notify, ask, Contexts() if contexts is None else contexts)
-    owners = passthrough.owners_now(here.gateway, "tools", here.passthrough())
-    if owners is None:
-        return None
-    server = owners.get(name)
-    if server is not None:  # a pass-through tool: its result as the upstream sent it
-        ahead = ops_send_ahead(here.forwarded, server, params)
+    if lane is None:
+        lane = Lane()
+    if not lane.holds(ctx, conn, notify, ask):
+        lane.renew(ctx, conn, notify, ask)
+    route = lane.routes.get(name, _UNJUDGED)
+    if route is _UNJUDGED:
+        route = lane.route(name)
+    if isinstance(route, Route):  # a pass-through tool: its result as the upstream sent it
+        ahead = route.send(params)
         return None if ahead is None else (ahead, _as_sent)
+    here = lane.served
     op = modes.own_ops(modes.mode(here.gateway)).get(name) if name == _GATEWAY_CALL else None
     args = params.get("arguments")
     if op is None or not isinstance(args, dict) or input_problem(op, args, headers=False):
@@ -109,79 +112,107 @@ def send_ahead(
 class ServedUnder:
     """What a session's calls sent ahead are served under: as ``dispatch`` makes it for
     a request of that session, for the gateway's own tools and for a forwarded one; and
-    the pass-through servers it sees, while the servers configured are the same."""
+    the pass-through servers it sees."""
 
-    __slots__ = ("_names", "forwarded", "gateway")
+    __slots__ = ("forwarded", "gateway", "passthrough")
 
     def __init__(self, gateway: OpContext, forwarded: OpContext) -> None:
         self.gateway, self.forwarded = gateway, forwarded
-        self._names: tuple[object, tuple[str, ...]] | None = None
-
-    def passthrough(self) -> tuple[str, ...]:
-        """``passthrough.servers`` for these requests (the servers configured are
-        replaced whole when they change)."""
-        configured = self.gateway.pool.servers
-        if self._names is None or self._names[0] is not configured:
-            self._names = (configured, passthrough.servers(self.gateway))
-        return self._names[1]
+        self.passthrough = passthrough.servers(gateway)
 
 
-class Contexts:
-    """A session's ``ServedUnder``, kept from one call to the next (``_served_under``)."""
+# Not judged yet under this lane (``Lane.routes``); None there: judged, and not sent ahead.
+_UNJUDGED: Final = object()
 
-    __slots__ = ("kept",)
+
+class Lane:
+    """A session's calls sent ahead: what they are served under (``served``) and each
+    pass-through tool's ``Route`` (``routes``), kept from one call to the next while
+    nothing they were judged from has changed (``holds``): the daemon's context and
+    settings, the session (``Conn.changes``), its ways to the host, the servers
+    configured (replaced whole when they change) and the catalogue
+    (``Catalogue.version``)."""
+
+    __slots__ = (
+        "_ask",
+        "_changes",
+        "_ctx",
+        "_listed",
+        "_notify",
+        "_servers",
+        "_settings",
+        "routes",
+        "served",
+    )
 
     def __init__(self) -> None:
-        # (ctx, its settings, the host's clientInfo: by identity; the rest by value)
-        self.kept: tuple[OpContext, object, object, tuple[object, ...], ServedUnder] | None = None
+        self._ctx: OpContext | None = None
+        self._settings: object = None
+        self._changes = -1
+        self._servers: object = None
+        self._listed = -1
+        self._notify: object = None
+        self._ask: object = None
+        self.served: ServedUnder
+        self.routes: dict[str, Route | None] = {}
 
+    def holds(
+        self,
+        ctx: OpContext,
+        conn: Conn,
+        notify: Callable[[JSON], None] | None,
+        ask: Callable[[str, JSON], Awaitable[JSON]] | None,
+    ) -> bool:
+        """Whether what is kept is what ``renew`` would make now."""
+        return (
+            self._ctx is ctx
+            and self._changes == conn.changes
+            and self._servers is ctx.pool.servers
+            and self._listed == ctx.catalogue.version
+            and self._settings is ctx.settings
+            and self._notify == notify  # (a bound method is made anew each time)
+            and self._ask == ask
+        )
 
-def _served_under(
-    ctx: OpContext,
-    conn: Conn,
-    notify: Callable[[JSON], None] | None,
-    ask: Callable[[str, JSON], Awaitable[JSON]] | None,
-    contexts: Contexts,
-) -> ServedUnder:
-    """``dispatch``'s context for a plain request of ``conn``, made again only when
-    something it is made of changed (a reload's settings, the session's log level)."""
-    settings = ctx.settings
-    key = (
-        conn.revision,
-        conn.log_level,
-        conn.passthrough,
-        conn.profile,
-        conn.identity,
-        conn.principal,
-        conn.transport,
-        notify,
-        ask,
-    )
-    kept = contexts.kept
-    info = conn.client_info
-    if (
-        kept is not None
-        and kept[0] is ctx
-        and kept[1] is settings
-        and kept[2] is info
-        and kept[3] == key
-    ):
-        return kept[4]
-    rev = str(conn.revision)
-    who = host_named(conn.client_info)
-    gateway = ctx.evolve(
-        passthrough=conn.passthrough,
-        profile=profile_for(conn, settings),
-        identity=identity_for(None, conn, process=conn.identity or "stdio"),
-        notify=spelled_notify(notify, rev, ctx, settings),
-        log_level=conn.log_level,
-        asker=host_asker(conn, rev, ask) if ask is not None else None,
-        caller=Caller("mcp", conn.transport, who, rev),
-    )
-    forwarded = gateway.evolve(caller=Caller("passthrough", conn.transport, who, rev))
-    served = ServedUnder(gateway, forwarded)
-    contexts.kept = (ctx, settings, info, key, served)
-    return served
+    def renew(
+        self,
+        ctx: OpContext,
+        conn: Conn,
+        notify: Callable[[JSON], None] | None,
+        ask: Callable[[str, JSON], Awaitable[JSON]] | None,
+    ) -> None:
+        """``dispatch``'s context for a plain request of ``conn`` made again, and every
+        route forgotten."""
+        settings = ctx.settings
+        rev = str(conn.revision)
+        who = host_named(conn.client_info)
+        gateway = ctx.evolve(
+            passthrough=conn.passthrough,
+            profile=profile_for(conn, settings),
+            identity=identity_for(None, conn, process=conn.identity or "stdio"),
+            notify=spelled_notify(notify, rev, ctx, settings),
+            log_level=conn.log_level,
+            asker=host_asker(conn, rev, ask) if ask is not None else None,
+            caller=Caller("mcp", conn.transport, who, rev),
+        )
+        forwarded = gateway.evolve(caller=Caller("passthrough", conn.transport, who, rev))
+        self.served = ServedUnder(gateway, forwarded)
+        self.routes = {}
+        self._ctx, self._settings, self._changes = ctx, settings, conn.changes
+        self._notify, self._ask = notify, ask
+        self._servers, self._listed = ctx.pool.servers, ctx.catalogue.version
+
+    def route(self, name: str) -> Route | None:
+        """How a call of the tool ``name`` goes ahead: the pass-through server that
+        owns it, judged (kept); None when no pass-through server does, or which one
+        cannot be told now (not kept: a listing under way)."""
+        here = self.served
+        owners = passthrough.owners_now(here.gateway, "tools", here.passthrough)
+        server = owners.get(name) if owners is not None else None
+        if server is None:
+            return None
+        route = self.routes[name] = route_ahead(here.forwarded, server, name)
+        return route
 
 
 def reply_ahead(
