@@ -26,6 +26,7 @@ from mcpx.wire import (
     header_value_for,
     loads,
     notification,
+    plain_request,
     request,
     result,
 )
@@ -97,6 +98,35 @@ def test_random_bytes_only_raise_parse_error_or_invalid_request(data: bytes, ok:
 @given(st.one_of(json_values, near_frames, st.lists(near_frames, max_size=4)), st.booleans())
 def test_random_json_only_raises_invalid_request(value: Any, ok: bool) -> None:
     _check_decode(dumps(value), ok)
+
+
+@bounded
+@given(st.one_of(json_values, near_frames, st.lists(near_frames, max_size=2)), st.booleans())
+def test_plain_request_takes_only_what_decode_takes_as_one_request(value: Any, ok: bool) -> None:
+    data = dumps(value)
+    plain = plain_request(data)
+    if plain is None:
+        return
+    assert decode(data, batch_ok=ok).messages == [(Kind.REQUEST, plain)]
+
+
+def test_plain_request_takes_a_plain_call_and_leaves_the_rest_to_decode() -> None:
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}}
+    assert plain_request(dumps(call) + b"\n") == call
+    assert plain_request(dumps({**call, "id": "a"})) == {**call, "id": "a"}
+    for other in (
+        {**call, "id": True},  # a bool is no integer in JSON
+        {**call, "id": None},
+        {**call, "id": 1.0},
+        {**call, "params": []},
+        {**call, "result": {}},
+        {**call, "error": {}},
+        {**call, "jsonrpc": "1.0"},
+        {k: v for k, v in call.items() if k != "id"},  # a notification
+        [call],  # a batch
+    ):
+        assert plain_request(dumps(other)) is None, other
+    assert plain_request(b"{") is None and plain_request(b"\n") is None
 
 
 @bounded

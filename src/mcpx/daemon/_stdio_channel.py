@@ -310,6 +310,11 @@ class StdioChannel:
         reader, slots = self._reader, self.session.slots
         if not chunk.endswith(b"\n") or reader is None or reader.buffer or slots.waiting:
             return False
+        if chunk.find(b"\n") == len(chunk) - 1 and slots.free:  # one line, most often
+            plain = wire.plain_request(chunk)
+            if plain is not None and plain["method"] != "initialize":
+                self._start(plain, workers)
+                return True
         frames: list[wire.Frame] = []
         for line in chunk.split(b"\n")[:-1]:
             if not line.strip():

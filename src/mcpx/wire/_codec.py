@@ -39,6 +39,7 @@ __all__ = [
     "in_place_of",
     "loads",
     "notification",
+    "plain_request",
     "request",
     "result",
     "stand_ins",
@@ -186,6 +187,26 @@ def decode(data: bytes | str, *, batch_ok: bool) -> Decoded:
         except InvalidRequest as err:
             errors.append((err.request_id, err))
     return Decoded(messages, errors, batch=True)
+
+
+def plain_request(data: bytes) -> Frame | None:
+    """``data`` as one request frame, when it plainly is one: an object with ``jsonrpc``
+    "2.0", a string ``method``, an integer or string ``id``, object ``params`` or none,
+    and no ``result`` nor ``error`` (``decode`` takes it as a request too). None for
+    anything else, which ``decode`` judges: it costs a host's ``tools/call``, most of
+    what it sends, one look instead of every rule."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict or obj.get("jsonrpc") != "2.0" or "result" in obj:
+        return None
+    rid = obj.get("id")
+    if type(obj.get("method")) is not str or (type(rid) is not int and type(rid) is not str):
+        return None  # (type(): a bool is no integer in JSON)
+    if "error" in obj or ("params" in obj and type(obj["params"]) is not dict):
+        return None
+    return obj
 
 
 def classify(obj: object) -> Kind:
