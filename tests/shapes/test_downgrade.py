@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import mcpx.shapes._downgrade as downgrading
 from mcpx import spec
 from mcpx.shapes import PENDING_ROWS, MissingRow, downgrade, downgrade_notification, envelope
 from mcpx.shapes._copy_on_write import has
@@ -303,3 +304,21 @@ def test_a_plain_tool_result_is_returned_as_the_whole_spelling_would_make_it(
     assert got == whole
     if got is result:
         assert whole == result
+
+
+@pytest.mark.parametrize("rev", spec.REVISIONS)
+def test_a_plain_result_saying_it_is_complete_is_spelled_as_the_long_way_spells_it(
+    rev: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a newer SDK's server answers a legacy client: resultType on a plain result.
+    told = {
+        "content": [{"type": "text", "text": "hi"}],
+        "structuredContent": {"result": "hi"},
+        "isError": False,
+        "resultType": "complete",
+    }
+    short = downgrade("tools/call", told, rev)
+    monkeypatch.setattr(downgrading, "_plain_call_result", lambda result, rev: False)
+    assert short == downgrade("tools/call", told, rev)  # every rule applied
+    assert ("resultType" in short) == has("Result.resultType", rev)
+    assert frame_errors(_frame(short), rev, sender="server", answering="tools/call") == []

@@ -199,8 +199,14 @@ def downgrade(method: str, result: JSON, rev: str, *, policy: spec.Policy | None
     """
     del policy  # no result-level conflict is precedence-governed today
     spec.parse_revision(rev, "downgrade")
-    if method == "tools/call" and _plain_call_result(result, rev):
-        return result  # most tool results: nothing in them any revision lacks
+    if method == "tools/call":
+        if _plain_call_result(result, rev):
+            return result  # most tool results: nothing in them any revision lacks
+        if result.get("resultType") == "complete" and not has("Result.resultType", rev):
+            # A newer server's plain result saying it is complete: the same, unsaid.
+            told = without(result, ["resultType"])
+            if _plain_call_result(told, rev):
+                return told
     body = _BODIES.get(method)
     out = body(result, rev) if body is not None else result
     return _envelope(method, out, rev)
