@@ -131,3 +131,58 @@ async def test_a_line_over_pipe_buf_is_not_sent_ahead(log: Path, sent_frames: Fr
     async with _session(log, sent_frames) as session:
         assert session.conn.send_ahead("tools/call", _echo("x" * 5000)) is None
         assert _calls(log) == []
+
+
+def _modern_session(log: Path, sent_frames: FrameLog) -> Any:
+    server = stdio_server("fake", [sys.executable, str(FAKE), str(log), "modern"])
+    return connected(server, Recorder(), sent_frames)
+
+
+async def _session_request(
+    session: Session, ahead: SentAhead, text: str, level: str
+) -> dict[str, Any]:
+    token = SENT_AHEAD.set(ahead)
+    try:
+        return await session.request("tools/call", _echo(text), log_level=level)
+    finally:
+        SENT_AHEAD.reset(token)
+
+
+@pytest.mark.anyio
+async def test_a_modern_session_writes_its_first_exchange_ahead_and_the_request_takes_it(
+    log: Path, sent_frames: FrameLog
+) -> None:
+    async with _modern_session(log, sent_frames) as session:
+        assert session.modern
+        ahead = session.send_ahead("tools/call", _echo("one"), log_level="info")
+        assert ahead is not None and ahead.params == _echo("one")
+        result = await _session_request(session, ahead, "one", "info")
+        assert result["content"] == [{"type": "text", "text": "one"}]
+        assert ahead.taken
+        (call,) = _calls(log)  # sent once, under its id, spelled as the request spells it
+        assert call["id"] == ahead.rid
+        meta = call["params"]["_meta"]
+        assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+        assert meta["io.modelcontextprotocol/logLevel"] == "info"
+        assert meta["io.modelcontextprotocol/clientInfo"]["name"] == "mcpx"
+        assert "io.modelcontextprotocol/clientCapabilities" in meta
+        assert call["params"] == ahead.sent
+
+
+@pytest.mark.anyio
+async def test_a_modern_request_spelled_otherwise_is_sent_as_ever(
+    log: Path, sent_frames: FrameLog
+) -> None:
+    """The same call under another log level is another request: the one written ahead
+    is not taken (its caller withdraws it), and the request goes as it is spelled."""
+    async with _modern_session(log, sent_frames) as session:
+        ahead = session.send_ahead("tools/call", _echo("one"), log_level="info")
+        assert ahead is not None
+        result = await _session_request(session, ahead, "one", "error")
+        assert result["content"] == [{"type": "text", "text": "one"}]
+        assert not ahead.taken
+        with anyio.fail_after(10):
+            await ahead.withdraw("the caller went away")
+        levels = [c["params"]["_meta"]["io.modelcontextprotocol/logLevel"] for c in _calls(log)]
+        assert levels == ["info", "error"]
+        assert session.conn.in_flight == 0

@@ -4,8 +4,10 @@ call leaves behind is what a call served by its task leaves (its record, metrics
 ``call.finished`` event, the instance's count), and every other ending still goes
 through its task: a result that fails its check, no answer in time (the call's timeout
 applies), the host withdrawing it, the host going away. The upstream may ask the host
-a question as soon as it reads the call. Every frame the daemon sent the host is
-checked against its revision when the daemon stops.
+a question as soon as it reads the call (a 2026-07-28 one answers ``input_required``,
+which the call's task takes over). Each test runs against a legacy and a 2026-07-28
+upstream. Every frame the daemon sent the host is checked against its revision when
+the daemon stops.
 """
 
 from __future__ import annotations
@@ -42,37 +44,47 @@ RECORDED = (
 )
 
 
+# The upstream in either era: a legacy one ("plain") reads the call as the host wrote it,
+# a 2026-07-28 one ("modern") with the _meta its request restates.
+@pytest.fixture(scope="module", params=["plain", "modern"], ids=["legacy", "modern"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def upstream_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("upstream") / "read.log"
+def upstream_log(tmp_path_factory: pytest.TempPathFactory, mode: str) -> Path:
+    return tmp_path_factory.mktemp(f"upstream-{mode}") / "read.log"
 
 
 def _daemon(
-    tmp_path_factory: pytest.TempPathFactory, upstream_log: Path, **settings: str
+    tmp_path_factory: pytest.TempPathFactory, upstream_log: Path, mode: str, **settings: str
 ) -> contextlib.AbstractContextManager[Daemon]:
-    fake = {"command": sys.executable, "args": [str(FAKE), str(upstream_log), "plain"]}
+    fake = {"command": sys.executable, "args": [str(FAKE), str(upstream_log), mode]}
     base = {"mcp.passthrough": ["fake"], "log.level": "debug", "transport.stdioDrain": "1s"}
     state = tmp_path_factory.mktemp("ahead")
     return running_daemon(state, {"fake": fake}, {**base, **settings})
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory, upstream_log: Path) -> Iterator[Daemon]:
+def daemon(
+    tmp_path_factory: pytest.TempPathFactory, upstream_log: Path, mode: str
+) -> Iterator[Daemon]:
     # A call waits as long as it must for its answer without a task: which way each call
     # of this module goes does not hang on the machine's load.
-    with _daemon(tmp_path_factory, upstream_log, **{"transport.stdioAnswerWait": "60s"}) as d:
+    wait = {"transport.stdioAnswerWait": "60s"}
+    with _daemon(tmp_path_factory, upstream_log, mode, **wait) as d:
         yield d
 
 
 @pytest.fixture(scope="module")
-def hasty_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("hasty") / "read.log"
+def hasty_log(tmp_path_factory: pytest.TempPathFactory, mode: str) -> Path:
+    return tmp_path_factory.mktemp(f"hasty-{mode}") / "read.log"
 
 
 @pytest.fixture(scope="module")
-def hasty(tmp_path_factory: pytest.TempPathFactory, hasty_log: Path) -> Iterator[Daemon]:
+def hasty(tmp_path_factory: pytest.TempPathFactory, hasty_log: Path, mode: str) -> Iterator[Daemon]:
     """As it is configured by default, with a short call timeout."""
-    with _daemon(tmp_path_factory, hasty_log, **{"pool.callTimeout": "2s"}) as d:
+    with _daemon(tmp_path_factory, hasty_log, mode, **{"pool.callTimeout": "2s"}) as d:
         yield d
 
 
@@ -156,7 +168,7 @@ def _calls_made(daemon: Daemon) -> int:
 
 
 def test_a_plain_call_answered_without_its_task_is_recorded_as_one_served_by_it(
-    daemon: Daemon, host: StdioPeer
+    daemon: Daemon, host: StdioPeer, mode: str
 ) -> None:
     ahead, counts, made = _answered_ahead(daemon), _counts(daemon), _calls_made(daemon)
     logged = len(_calls(daemon))
@@ -177,7 +189,8 @@ def test_a_plain_call_answered_without_its_task_is_recorded_as_one_served_by_it(
     by_task, by_itself = records[0], records[1]  # newest first
     assert {k: by_itself[k] for k in RECORDED} == {k: by_task[k] for k in RECORDED}
     assert by_itself["door"] == "passthrough" and by_itself["outcome"] == "ok"
-    assert by_itself["upstream_revision"] == REV and by_itself["host_revision"] == REV
+    upstream = "2026-07-28" if mode == "modern" else REV
+    assert by_itself["upstream_revision"] == upstream and by_itself["host_revision"] == REV
 
     # The metrics: each histogram counted both calls under one label set.
     grown = {key: value - counts.get(key, 0) for key, value in _counts(daemon).items()}
@@ -247,13 +260,23 @@ def test_a_call_not_answered_in_time_goes_on_in_its_task_under_its_timeout(
     assert _in_flight(hasty) == 0
 
 
-def test_the_upstream_may_ask_the_host_as_soon_as_it_reads_the_call(daemon: Daemon) -> None:
+def test_the_upstream_may_ask_the_host_as_soon_as_it_reads_the_call(
+    daemon: Daemon, upstream_log: Path, mode: str
+) -> None:
+    """A legacy upstream asks mid-call; a 2026-07-28 one answers ``input_required``,
+    which the call's task takes over: the host is asked, the call sent again with its
+    answer, and the host answered once."""
     roots = {"roots": [{"uri": "file:///tmp/ahead", "name": "ahead"}]}
+    before, ahead = len(_read(upstream_log)), _answered_ahead(daemon)
     with _host(daemon) as peer:
         _ready(peer, {"roots": {"listChanged": True}})
         reply = peer.request(40, "tools/call", _echo("ask"), timeout=30, on_request=lambda _: roots)
-        assert reply["result"]["content"] == [{"type": "text", "text": "ask"}]
+        told = "ask file:///tmp/ahead" if mode == "modern" else "ask"
+        assert reply["result"]["content"] == [{"type": "text", "text": told}]
         assert [r["method"] for r in peer.server_requests] == ["roots/list"]
+    calls = [f for f in _read(upstream_log)[before:] if f.get("method") == "tools/call"]
+    assert len(calls) == (2 if mode == "modern" else 1)
+    assert _answered_ahead(daemon) == ahead + (0 if mode == "modern" else 1)
 
 
 def test_a_host_that_goes_away_leaves_its_call_to_its_task_which_ends_it(

@@ -2,8 +2,8 @@
 (``server._send_ahead.Lane``, ``ops.Route``), and judged again once anything it was
 judged from changes: the session (its log level), the servers configured (a filter
 added by a reload) and the catalogue (``Catalogue.version``). A real daemon, the bundled
-demo server as a pass-through upstream, a raw stdio host on ``mcpx serve``; every frame
-the daemon sends is checked against the host's revision when it stops.
+demo server as a pass-through upstream in either era, a raw stdio host on ``mcpx serve``;
+every frame the daemon sends is checked against the host's revision when it stops.
 """
 
 from __future__ import annotations
@@ -22,20 +22,22 @@ from support.peers import StdioPeer, stdio_peer
 from support.waiting import wait_until
 
 REV = "2025-11-25"
-# Legacy: only a legacy upstream takes a call written as the host sent it.
-DEMO = {
-    "command": sys.executable,
-    "args": ["-m", "mcpx", "demo-server"],
-    "protocol": "prefer-initialize",
-}
+DEMO = {"command": sys.executable, "args": ["-m", "mcpx", "demo-server"]}
 SETTINGS = {"mcp.passthrough": ["demo"], "log.level": "debug", "daemon.configPoll": "0.2s"}
 
 _ids = iter(range(1, 100000))
 
 
+# The upstream in either era: a legacy one takes the call as the host wrote it, a
+# 2026-07-28 one with the _meta its request restates.
+@pytest.fixture(params=["force-initialize", "force-discover"], ids=["legacy", "modern"])
+def demo(request: pytest.FixtureRequest) -> dict[str, Any]:
+    return {**DEMO, "protocol": request.param}
+
+
 @pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Daemon]:
-    with running_daemon(tmp_path, {"demo": DEMO}, SETTINGS) as d:
+def daemon(tmp_path: Path, demo: dict[str, Any]) -> Iterator[Daemon]:
+    with running_daemon(tmp_path, {"demo": demo}, SETTINGS) as d:
         yield d
 
 
@@ -88,13 +90,13 @@ def test_a_log_level_set_between_calls_governs_the_calls_after_it(
 
 
 def test_a_filter_added_by_a_reload_refuses_the_next_call_of_the_same_session(
-    daemon: Daemon, host: StdioPeer
+    daemon: Daemon, host: StdioPeer, demo: dict[str, Any]
 ) -> None:
     before = _sent_ahead(daemon)
     assert _call(host, "echo", {"text": "one"})["result"]["content"][0]["text"] == "one"
     assert _sent_ahead(daemon) == before + 1
     doc = json.loads(daemon.config.read_text())
-    doc["mcpServers"]["demo"] = {**DEMO, "mcpx": {"excludeTools": ["echo"]}}
+    doc["mcpServers"]["demo"] = {**demo, "mcpx": {"excludeTools": ["echo"]}}
     tmp = daemon.config.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc))
     tmp.replace(daemon.config)  # whole, then renamed: never read half written

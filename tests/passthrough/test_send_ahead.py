@@ -3,7 +3,8 @@ and a plain result goes back to the host as it arrives (``mcpx.server._send_ahea
 the request's own task, through ``dispatch`` as ever, finds it sent and its answer
 given. What the host and the upstream see is what they saw before: each request once,
 each answer once, none for a request the host withdrew. The upstream is a scripted
-stdio server that logs every line it reads; every frame the daemon sent the host is
+stdio server that logs every line it reads, in either era (a 2026-07-28 one reads each
+call with the ``_meta`` its request restates); every frame the daemon sent the host is
 checked against its revision when the daemon stops.
 """
 
@@ -23,16 +24,26 @@ from support.waiting import wait_until
 
 REV = "2025-11-25"
 FAKE = Path(__file__).parents[1] / "fixtures" / "recording_fake.py"
+M = "io.modelcontextprotocol/"
+
+
+# The upstream in either era: a legacy one ("plain") reads the call as the host wrote it,
+# a 2026-07-28 one ("modern") with the _meta its request restates.
+@pytest.fixture(scope="module", params=["plain", "modern"], ids=["legacy", "modern"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
-def upstream_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("upstream") / "read.log"
+def upstream_log(tmp_path_factory: pytest.TempPathFactory, mode: str) -> Path:
+    return tmp_path_factory.mktemp(f"upstream-{mode}") / "read.log"
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory, upstream_log: Path) -> Iterator[Daemon]:
-    fake = {"command": sys.executable, "args": [str(FAKE), str(upstream_log), "plain"]}
+def daemon(
+    tmp_path_factory: pytest.TempPathFactory, upstream_log: Path, mode: str
+) -> Iterator[Daemon]:
+    fake = {"command": sys.executable, "args": [str(FAKE), str(upstream_log), mode]}
     settings = {"mcp.passthrough": ["fake"], "log.level": "debug"}
     with running_daemon(tmp_path_factory.mktemp("ahead"), {"fake": fake}, settings) as d:
         yield d
@@ -66,6 +77,18 @@ def _read(upstream_log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line and not line.startswith(b"#")]
 
 
+def _as_called(params: dict[str, Any]) -> dict[str, Any]:
+    """A tools/call's params as the upstream read them, less what a 2026-07-28 request
+    restates in ``_meta`` each time (checked to be there)."""
+    meta = dict(params.get("_meta") or {})
+    if meta.pop(f"{M}protocolVersion", None) is None:
+        return params
+    for key in ("clientCapabilities", "clientInfo", "logLevel"):
+        assert f"{M}{key}" in meta, params
+        del meta[f"{M}{key}"]
+    return {k: v for k, v in params.items() if k != "_meta"} | ({"_meta": meta} if meta else {})
+
+
 def _sent_ahead(daemon: Daemon) -> list[str]:
     return [line["msg"] for line in daemon.log_lines() if "sent ahead" in line["msg"]]
 
@@ -84,7 +107,7 @@ def test_pipelined_calls_each_go_upstream_once_and_are_answered_once(
     assert [f["params"]["arguments"]["text"] for f in read] == list(texts.values())
     assert len({f["id"] for f in read}) == len(texts)  # each under its own id
     assert all(
-        f["params"] == {"name": "echo", "arguments": {"text": t}}
+        _as_called(f["params"]) == {"name": "echo", "arguments": {"text": t}}
         for f, t in zip(read, texts.values(), strict=True)
     )
     assert len(_sent_ahead(daemon)) - ahead_before == len(texts)  # each sent ahead
@@ -141,7 +164,10 @@ def test_a_gateway_call_goes_ahead_too(daemon: Daemon, host: StdioPeer, upstream
     assert reply["result"]["content"] == [{"type": "text", "text": "through the gateway"}]
     assert len(_sent_ahead(daemon)) - ahead_before == 1
     (sent,) = _read(upstream_log)[before:]
-    assert sent["params"] == {"name": "echo", "arguments": {"text": "through the gateway"}}
+    assert _as_called(sent["params"]) == {
+        "name": "echo",
+        "arguments": {"text": "through the gateway"},
+    }
     # One the gateway refuses (no such tool) is refused as ever, nothing sent.
     args = {"server": "fake", "tool": "nope", "arguments": {}}
     refused = host.request(501, "tools/call", {"name": "mcpx_call", "arguments": args}, timeout=30)

@@ -148,15 +148,18 @@ class Connection:
             self._pending.pop(rid, None)
         return self._unwrap(pending)
 
-    def send_ahead(self, method: str, params: dict[str, Any]) -> SentAhead | None:
+    def send_ahead(
+        self, method: str, params: dict[str, Any], sent: dict[str, Any] | None = None
+    ) -> SentAhead | None:
         """Write a request now, before its caller gets here, when the transport can take
         it at once (``send_now``); None: nothing was written. The caller's ``request``
-        takes it (``SENT_AHEAD``), or it is withdrawn."""
+        takes it (``SENT_AHEAD``), or it is withdrawn. ``sent``: the params as written,
+        when they are not the call's own (a modern request's ``_meta``)."""
         send_now = getattr(self.transport, "send_now", None)
         if send_now is None or self.broken is not None:
             return None
-        ahead = SentAhead(self, self._ids.next(), method, params)
-        frame = wire.request(ahead.rid, method, params)
+        ahead = SentAhead(self, self._ids.next(), method, params, sent)
+        frame = wire.request(ahead.rid, method, ahead.sent)
         if not send_now(frame):
             return None
         self._pending[ahead.rid] = ahead.pending

@@ -72,20 +72,30 @@ class SentAhead:
     the caller's ``request`` for the same method and params takes it (``taken``) and
     waits for its answer instead of writing its own. One nobody took is withdrawn.
 
+    ``params`` are the call's, as the layers above compare them (``about``); ``sent``
+    the request's as written, which a modern session restates ``_meta`` in and the
+    connection compares (``take``).
+
     It may also be answered without a caller at all (``finish``). What the layers above
     hold for it until then (the instance's count of it, the call's registration) hangs
     on it, so that whichever way it ends, each is let go once: a caller that takes it
     over takes each (``adopt``), ``finish`` and ``withdraw`` let go of what is left."""
 
-    __slots__ = ("conn", "held", "method", "params", "pending", "rid", "taken")
+    __slots__ = ("conn", "held", "method", "params", "pending", "rid", "sent", "taken")
 
     def __init__(
-        self, conn: _Withdraws, rid: wire.RequestId, method: str, params: dict[str, Any]
+        self,
+        conn: _Withdraws,
+        rid: wire.RequestId,
+        method: str,
+        params: dict[str, Any],
+        sent: dict[str, Any] | None = None,
     ) -> None:
         self.conn = conn
         self.rid = rid
         self.method = method
         self.params = params
+        self.sent = params if sent is None else sent
         self.pending = Pending(method)
         self.taken = False
         # What a layer holds for the call until it ends, by the layer's key: each is a
@@ -102,8 +112,9 @@ class SentAhead:
         return not self.taken and method == self.method and params == self.params
 
     def take(self, conn: object, method: str, params: dict[str, Any] | None) -> bool:
-        """Whether this is the request ``conn`` was about to send; taken if so."""
-        if conn is not self.conn or not self.about(method, params):
+        """Whether this is the request ``conn`` was about to send (``params`` as it
+        would write them); taken if so."""
+        if conn is not self.conn or self.taken or method != self.method or params != self.sent:
             return False
         self.taken = True
         return True

@@ -36,6 +36,7 @@ from ._errors import HandshakeFailed, UpstreamError
 from ._handler import QuestionOrigin, narrowed
 from ._handshake import CLIENT_INFO, Handshake
 from ._pages import paginate
+from ._pending import SentAhead
 from ._task_calls import TaskWakes, call_as_task, wants_task_extension
 
 if TYPE_CHECKING:
@@ -200,6 +201,24 @@ class Requester:
         if log_level is not None:
             meta["io.modelcontextprotocol/logLevel"] = log_level
         return meta
+
+    def send_ahead(
+        self,
+        method: str,
+        params: dict[str, Any],
+        log_level: str | None,
+        host_capabilities: dict[str, Any] | None,
+    ) -> SentAhead | None:
+        """The first exchange of ``request(method, params, log_level=…,
+        host_capabilities=…)`` written now, spelled as that exchange spells it
+        (``Connection.send_ahead``), for the request to take; None: nothing was. Over
+        stdio only: an HTTP request's headers and retries are the call's own."""
+        if self.handshake.http:
+            return None
+        if not self.handshake.modern:
+            return self.conn.send_ahead(method, params)
+        meta = self.meta(params.get("_meta"), log_level, host_capabilities)
+        return self.conn.send_ahead(method, params, {**params, "_meta": meta})
 
     def modern_headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
         """A modern request's HTTP headers (none off HTTP): version, method, the name it

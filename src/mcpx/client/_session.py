@@ -32,6 +32,7 @@ from ._handler import QuestionHandler
 from ._handshake import Handshake, Negotiated
 from ._listen import Listeners
 from ._pages import paginate
+from ._pending import SentAhead
 from ._requests import Requester
 
 __all__ = ["Session"]
@@ -133,6 +134,19 @@ class Session:
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self.conn.notify(method, params)
+
+    def send_ahead(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        log_level: str | None = None,
+        host_capabilities: dict[str, Any] | None = None,
+    ) -> SentAhead | None:
+        """``method`` written now for the ``request`` about to be made with the same
+        arguments, as its first exchange would be written (``Requester.send_ahead``);
+        None: nothing was."""
+        return self._requester.send_ahead(method, params, log_level, host_capabilities)
 
     # -- typed helpers ------------------------------------------------------------------
 

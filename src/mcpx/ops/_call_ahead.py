@@ -43,6 +43,7 @@ from ._upstream_call import (
     registration_key,
     runs_as_task,
     server_refusal_or_config,
+    upstream_log_level,
 )
 
 if TYPE_CHECKING:
@@ -118,11 +119,12 @@ class Route:
     ``ctx``: judged once (``route_ahead``) for all that does not depend on a call's
     arguments."""
 
-    __slots__ = ("config", "ctx", "scope", "server")
+    __slots__ = ("config", "ctx", "level", "scope", "server")
 
     def __init__(self, ctx: OpContext, server: str, config: ServerConfig) -> None:
         self.ctx, self.server, self.config = ctx, server, config
         self.scope = ctx.pool.scope_key(config, ctx.identity)
+        self.level = upstream_log_level(ctx)
 
     def send(self, params: dict[str, Any]) -> CallAhead | None:
         """The call with ``params`` (``name`` and ``arguments`` only: the route's tool)
@@ -135,7 +137,16 @@ class Route:
         except (OpError, wire.McpError):  # refused: the caller's request says why
             return None
         inst = ctx.pool.ready(server, ctx.identity)
-        sent = inst.send_ahead("tools/call", params) if inst is not None else None
+        sent = (
+            inst.send_ahead(
+                "tools/call",
+                params,
+                log_level=self.level,
+                host_capabilities=ctx.host_capabilities,
+            )
+            if inst is not None
+            else None
+        )
         if sent is None or inst is None:
             return None
         log.debug("%s: tools/call %r sent ahead as request %r", server, params["name"], sent.rid)

@@ -144,6 +144,12 @@ def login_needed_error(exc: BaseException) -> wire.McpError | None:
     return wire.InternalError(str(needed), {LOGIN: details})
 
 
+def upstream_log_level(ctx: OpContext) -> str | None:
+    """The log level a request on the caller's behalf asks of a modern upstream: the
+    caller's or the daemon's ``log.level``, whichever hears more."""
+    return more_verbose(ctx.log_level, str(ctx.settings["log.level"]))
+
+
 async def request_for_caller(
     ctx: OpContext,
     server: str,
@@ -161,7 +167,7 @@ async def request_for_caller(
     caller = ctx.caller_meta or {}
     meta: dict[str, Any] = {k: caller[k] for k in TRACE_KEYS if k in caller}
     meta |= params.get("_meta") or {}
-    level = more_verbose(ctx.log_level, str(ctx.settings["log.level"]))
+    level = upstream_log_level(ctx)
     scope = ctx.pool.scope_key(config, ctx.identity)
     started = time.monotonic()
     outcome: dict[str, Any] = {}  # for call.finished: an error is assumed until it answers

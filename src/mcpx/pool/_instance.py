@@ -258,15 +258,24 @@ class Instance:
         if not self.in_flight and self._idle is not None:
             self._idle.set()
 
-    def send_ahead(self, method: str, params: dict[str, Any]) -> SentAhead | None:
+    def send_ahead(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        log_level: str | None = None,
+        host_capabilities: dict[str, Any] | None = None,
+    ) -> SentAhead | None:
         """``method`` written now for the call about to be made here with the same
-        params (``Connection.send_ahead``), counted as a call in flight from now (its
-        ``request`` takes the count over); None: nothing was. A legacy session only: a
-        modern request restates its ``_meta`` per call, as only the call knows it."""
+        params, log level and host capabilities (``Session.send_ahead``), counted as a
+        call in flight from now (its ``request`` takes the count over); None: nothing
+        was."""
         session = self.session
-        if session is None or not self.usable or session.modern:
+        if session is None or not self.usable:
             return None
-        ahead = session.conn.send_ahead(method, params)
+        ahead = session.send_ahead(
+            method, params, log_level=log_level, host_capabilities=host_capabilities
+        )
         if ahead is not None:
             self.calls += 1
             self.in_flight += 1

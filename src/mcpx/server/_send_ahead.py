@@ -15,9 +15,10 @@ Invariants:
   carrying only ``name`` and ``arguments`` (no ``_meta``: no progress token, no trace
   context, no revision of its own; no ``task``), of a tool a pass-through server
   lists or of ``mcpx_call`` asking for nothing but the call, to a ready instance of a
-  legacy upstream that takes the line at once; and nothing that would refuse it there
-  (``ops.Route``, ``ops.call_ahead``). Anything else is sent by the request's task,
-  as ever.
+  stdio upstream that takes the line at once (spelled for its era as the call's first
+  exchange would be: a 2026-07-28 upstream's request restates ``_meta``); and nothing
+  that would refuse it there (``ops.Route``, ``ops.call_ahead``). Anything else is sent
+  by the request's task, as ever.
 - The context a call sent ahead is served under is ``dispatch``'s for a plain request
   of the session (its profile, identity, notify, asker, caller), and a pass-through
   tool's route is judged as ``request_for_caller`` judges it (``ops.route_ahead``): both
